@@ -78,15 +78,39 @@ static jv tool_result_block(jv m)
 	return b;
 }
 
+/* Points where the conversion of messages into turns starts afresh
+ * (struct llm_turns). */
+struct turn_points {
+	struct llm_turn_mark *p;
+	size_t n, cap;
+};
+
+static void point_add(struct turn_points *pts, size_t at, size_t turns)
+{
+	if (pts->n == pts->cap) {
+		pts->cap = pts->cap ? pts->cap * 2 : 16;
+		pts->p = xrealloc(pts->p, pts->cap * sizeof(*pts->p));
+	}
+	pts->p[pts->n++] = (struct llm_turn_mark){ at, turns, 0 };
+}
+
 /* Normalised messages → Anthropic turns: consecutive tool results (and a
- * user text right after them) share one user turn. */
-static jv convert_messages(jv msgs)
+ * user text right after them) share one user turn.  From message `start`
+ * on, no tool results pending there (a point of pts).  With pts, each
+ * point after a message where none are pending is added to it, its turns
+ * counted from base.  Consumes msgs. */
+static jv convert_messages(jv msgs, int start, struct turn_points *pts, size_t base)
 {
 	jv out = jv_array();
 	jv pending = jv_null();   /* content blocks of an open user turn */
 
 	jv_array_foreach(msgs, i, m) {
 		const char *role = json_get_str(m, "role");
+
+		if (i < start) {
+			jv_free(m);
+			continue;
+		}
 
 		if (role && !strcmp(role, "tool")) {
 			if (jv_get_kind(pending) != JV_KIND_ARRAY)
@@ -113,6 +137,8 @@ static jv convert_messages(jv msgs)
 				out = jv_array_append(out, json_set(json_set(jv_object(), "role",
 					jv_string("user")), "content", json_get(m, "content")));
 		}
+		if (pts && jv_get_kind(pending) != JV_KIND_ARRAY)
+			point_add(pts, (size_t)i + 1, base + (size_t)jv_array_length(jv_copy(out)));
 		jv_free(m);
 	}
 	if (jv_get_kind(pending) == JV_KIND_ARRAY)
@@ -290,6 +316,122 @@ static jv tail_members(const struct llm_request *req)
 	return tail;
 }
 
+/* How many leading messages of msgs (an array, borrowed) are those t
+ * holds. */
+static size_t turns_same(const struct llm_turns *t, jv msgs)
+{
+	int n = jv_array_length(jv_copy(msgs)), k = 0;
+
+	if (!t->held)
+		return 0;
+	n = n < jv_array_length(jv_copy(t->msgs)) ? n : jv_array_length(jv_copy(t->msgs));
+	while (k < n && jv_identical(jv_array_get(jv_copy(msgs), k), jv_array_get(jv_copy(t->msgs), k)))
+		k++;
+	return (size_t)k;
+}
+
+/* The index of the turn of msgs (Anthropic turns, borrowed) that
+ * mark_messages() marks first: the user turn before the last answer, else
+ * the last; -1 when that is no turn of msgs (the user turn before is
+ * earlier, or there are none). */
+static int first_marked(jv msgs, bool whole)
+{
+	int n = jv_array_length(jv_copy(msgs));
+
+	for (int i = n - 2; i >= 0; i--) {
+		jv m = jv_array_get(jv_copy(msgs), i);
+		bool user = json_get_str(m, "role") && !strcmp(json_get_str(m, "role"), "user");
+
+		jv_free(m);
+		if (user)
+			return i;
+	}
+	return whole && n > 0 ? n - 1 : -1;
+}
+
+/*
+ * Append the member "messages": the turns of msgs (normalised messages,
+ * an array, borrowed) as json_dumps() writes them, marked when `marked`
+ * (mark_messages(), counted in *marks), the turns before the last point
+ * of t whose messages are the very ones t holds from t's texts; t keeps
+ * msgs' texts now, up to the first turn marked.
+ */
+static void add_turns(struct buf *b, struct llm_turns *t, jv msgs, bool marked, int *marks)
+{
+	struct turn_points pts = { 0 };
+	size_t same = turns_same(t, msgs), c = 0, start = 0, base = 0, prefix = 0, kept;
+	jv turns;
+	int nt, cut;
+
+	while (c < t->nmarks && t->marks[c].at <= same)
+		c++;
+	if (c > 0) {
+		start = t->marks[c - 1].at;
+		base = t->marks[c - 1].turns;
+		prefix = t->marks[c - 1].len;
+	}
+	turns = convert_messages(jv_copy(msgs), (int)start, &pts, base);
+	nt = jv_array_length(jv_copy(turns));
+	cut = marked ? first_marked(turns, start == 0) : nt;
+	if (cut < 0) {
+		/* a mark falls on a turn kept: all made again */
+		jv_free(turns);
+		pts.n = 0;
+		c = start = base = prefix = 0;
+		turns = convert_messages(jv_copy(msgs), 0, &pts, 0);
+		nt = jv_array_length(jv_copy(turns));
+		cut = first_marked(turns, true);
+		if (cut < 0)
+			cut = 0;
+	}
+	if (marked)
+		turns = mark_messages(turns, marks);
+	if (b->len && b->buf[b->len - 1] != '{')
+		buf_addch(b, ',');
+	buf_adds(b, "\"messages\":[");
+	buf_truncate(&t->text, prefix);
+	buf_add(b, t->text.buf ? t->text.buf : "", prefix);
+	kept = base;
+	for (int i = 0; i < nt; i++) {
+		char *text = json_dumps(jv_array_get(jv_copy(turns), i), false);
+
+		if (base + (size_t)i > 0)
+			buf_addch(b, ',');
+		buf_adds(b, text);
+		if (i < cut) {
+			if (base + (size_t)i > 0)
+				buf_addch(&t->text, ',');
+			buf_adds(&t->text, text);
+			kept++;
+			/* (a point right after this turn ends here) */
+			for (size_t j = 0; j < pts.n; j++)
+				if (pts.p[j].turns == kept)
+					pts.p[j].len = t->text.len;
+		}
+		free(text);
+	}
+	buf_addch(b, ']');
+	jv_free(turns);
+	/* the points kept: t's up to start, then the new ones within the kept turns */
+	t->nmarks = c;
+	for (size_t j = 0; j < pts.n; j++) {
+		if (pts.p[j].turns > kept)
+			break;
+		if (pts.p[j].turns == base)
+			pts.p[j].len = prefix;
+		if (t->nmarks == t->cap) {
+			t->cap = t->cap ? t->cap * 2 : 16;
+			t->marks = xrealloc(t->marks, t->cap * sizeof(*t->marks));
+		}
+		t->marks[t->nmarks++] = pts.p[j];
+	}
+	free(pts.p);
+	if (t->held)
+		jv_free(t->msgs);
+	t->msgs = jv_copy(msgs);
+	t->held = true;
+}
+
 /*
  * The body's members in the order the API has always been sent them:
  * model, max_tokens, system, messages, tools, tool_choice, temperature,
@@ -307,16 +449,21 @@ static char *body_text(size_t *len, struct llm_parts *parts, const char *model,
 	bool system = req->system && *req->system;
 	unsigned variant = marked ? PART_MARKED : 0;
 	int marks = (tools ? 1 : 0) + (system ? 1 : 0);
-	jv msgs = convert_messages(jv_copy(req->messages));
 
 	buf_addch(&b, '{');
 	llm_members_add(&b, json_set(json_set(jv_object(), "model", jv_string(model)), "max_tokens",
 				     jv_number(req->max_tokens > 0 ? req->max_tokens : 4096)));
 	if (system)
 		llm_part_add(&b, parts ? &parts->system : NULL, jv_null(), variant, req->system, system_part);
-	if (marked)
-		msgs = mark_messages(msgs, &marks);
-	llm_members_add(&b, json_set(jv_object(), "messages", msgs));
+	if (parts && jv_get_kind(req->messages) == JV_KIND_ARRAY) {
+		add_turns(&b, &parts->turns, req->messages, marked, &marks);
+	} else {
+		jv msgs = convert_messages(jv_copy(req->messages), 0, NULL, 0);
+
+		if (marked)
+			msgs = mark_messages(msgs, &marks);
+		llm_members_add(&b, json_set(jv_object(), "messages", msgs));
+	}
 	if (tools)
 		llm_part_add(&b, parts ? &parts->tools : NULL, req->tools,
 			     variant | (unsigned)req->tool_choice << PART_CHOICE_SHIFT,

@@ -90,9 +90,31 @@ struct llm_part {
 	char *text;                    /* members of an object, without braces */
 	size_t len;
 };
+/*
+ * The conversation's turns a client sent last, kept serialised (Anthropic:
+ * llm_anthropic.c): an agent's next request is the same messages (the
+ * same jv, jv_identical) and a few more, and dumping them all every turn
+ * made a session of N turns serialise O(N^2) bytes.  A point where the
+ * conversion of the messages into turns starts afresh (no tool results
+ * pending: messages [0, at) made `turns` turns, whose texts, comma-joined,
+ * end at text.buf + len) lets the next request reuse every turn before
+ * it while its messages up to there are the very ones.  Only turns no
+ * prompt cache mark was on are kept.  A zeroed struct is empty.
+ */
+struct llm_turn_mark {
+	size_t at, turns, len;
+};
+struct llm_turns {
+	bool held;                     /* msgs is set (owned) */
+	jv msgs;                       /* the messages (normalised) sent last */
+	struct buf text;               /* the kept turns' texts, comma-joined */
+	struct llm_turn_mark *marks;   /* restart points, `at` ascending */
+	size_t nmarks, cap;
+};
 /* The parts a client keeps for its provider's build(). */
 struct llm_parts {
 	struct llm_part system, tools;
+	struct llm_turns turns;
 };
 void llm_parts_release(struct llm_parts *ps);   /* NULL-safe; ps reusable, empty */
 /* make(src, str, variant): the object whose members are the part.

@@ -28,6 +28,11 @@ void llm_parts_release(struct llm_parts *ps)
 		return;
 	part_release(&ps->system);
 	part_release(&ps->tools);
+	if (ps->turns.held)
+		jv_free(ps->turns.msgs);
+	buf_release(&ps->turns.text);
+	free(ps->turns.marks);
+	memset(&ps->turns, 0, sizeof(ps->turns));
 }
 
 /* Append members (the text of an object without its braces, len bytes). */

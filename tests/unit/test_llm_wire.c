@@ -1073,6 +1073,105 @@ static void test_parts_kept_and_renewed(void)
 	}
 }
 
+/* An assistant message with text and a call of read_file (id). */
+static jv answer(const char *text, const char *id)
+{
+	jv call = json_set(json_set(json_set(jv_object(), "id", jv_string(id)), "name", jv_string("read_file")),
+			   "input", json_set(jv_object(), "path", jv_string(id)));
+
+	return json_set(json_set(json_set(jv_object(), "role", jv_string("assistant")), "content",
+				 jv_string(text)), "tool_calls", jv_array_append(jv_array(), call));
+}
+
+/*
+ * A conversation's turns are serialised once per client (llm_turns): each
+ * request writes the turns before its last ones from the texts the one
+ * before kept (before: every turn dumped again each call, O(N^2) for N
+ * turns), byte for byte the body built without them, as the conversation
+ * grows by answers and tool results (several a turn, a user text after
+ * them, an empty answer the API refuses, left out), with and without the
+ * prompt cache's marks, and as it is cut, compressed (its first messages
+ * changed) or changed in place.
+ */
+static void test_turns_kept(void)
+{
+	struct llm_parts parts = { 0 };
+	struct llm_request req;
+	char *body = NULL, id[16], *poison;
+	bool same;
+
+	llm_request_init(&req);
+	req.system = "sys";
+	req.messages = jv_array_append(jv_array(), llm_msg_user("task"));
+	req.cache_prefix = true;
+	for (int i = 0; i < 40; i++) {
+		unsigned flags = i % 3 == 1 ? 0 : LLM_PROMPT_CACHE;
+
+		free(body);
+		body = built_with(&same, &llm_anthropic, &parts, &req, flags);
+		CHECK_MSG(same, "turn %d: %s", i, body);
+		snprintf(id, sizeof id, "c%d", i);
+		if (i % 7 == 3) {
+			/* an empty answer, then the user again */
+			req.messages = jv_array_append(req.messages, json_set(json_set(jv_object(), "role",
+				jv_string("assistant")), "content", jv_string(" ")));
+			req.messages = jv_array_append(req.messages, llm_msg_user("go on"));
+			continue;
+		}
+		req.messages = jv_array_append(req.messages, answer(i % 2 ? "" : "let me see", id));
+		req.messages = jv_array_append(req.messages, llm_msg_tool_result(id, "the file", i % 5 == 0));
+		if (i % 4 == 2)
+			req.messages = jv_array_append(req.messages, llm_msg_tool_result(id, "another", false));
+		if (i % 6 == 5)
+			req.messages = jv_array_append(req.messages, llm_msg_user("a note after the results"));
+		if (i == 20) {
+			/* compressed: the first message changed */
+			req.messages = jv_array_set(req.messages, 0, llm_msg_user("summary of the work so far"));
+		} else if (i == 26) {
+			/* one in the middle changed in place */
+			req.messages = jv_array_set(req.messages, 5, llm_msg_user("changed"));
+		} else if (i == 32) {
+			/* cut to its first messages */
+			jv cut = jv_array_slice(jv_copy(req.messages), 0, 4);
+
+			jv_free(req.messages);
+			req.messages = cut;
+		}
+	}
+	/* the next turn writes the texts kept, not the turns dumped again:
+	 * one changed behind its back shows */
+	req.messages = jv_array_append(req.messages, answer("", "c98"));
+	req.messages = jv_array_append(req.messages, llm_msg_tool_result("c98", "x", false));
+	free(body);
+	body = built_with(&same, &llm_anthropic, &parts, &req, LLM_PROMPT_CACHE);
+	CHECK(same && parts.turns.nmarks > 0);
+	poison = parts.turns.text.buf ? strstr(parts.turns.text.buf, "summary") : NULL;
+	CHECK(poison != NULL);
+	if (poison)
+		memcpy(poison, "SUMMARY", 7);
+	req.messages = jv_array_append(req.messages, answer("", "c99"));
+	req.messages = jv_array_append(req.messages, llm_msg_tool_result("c99", "x", false));
+	free(body);
+	body = built_with(&same, &llm_anthropic, &parts, &req, LLM_PROMPT_CACHE);
+	CHECK(!same && strstr(body, "SUMMARY of the work") != NULL);
+	/* a shorter conversation of other messages, an empty one */
+	jv_free(req.messages);
+	req.messages = jv_array_append(jv_array(), llm_msg_user("new"));
+	free(body);
+	body = built_with(&same, &llm_anthropic, &parts, &req, LLM_PROMPT_CACHE);
+	CHECK_MSG(same, "%s", body);
+	jv_free(req.messages);
+	req.messages = jv_array();
+	free(body);
+	body = built_with(&same, &llm_anthropic, &parts, &req, 0);
+	CHECK_MSG(same, "%s", body);
+	free(body);
+	req.system = NULL;
+	llm_parts_release(&parts);
+	llm_parts_release(&parts);
+	llm_request_release(&req);
+}
+
 /* The output limit's field by base URL: max_completion_tokens for
  * api.openai.com only; max_tokens for the servers that read only it
  * (Ollama ignores max_completion_tokens: no limit reached it, hunt43 #1). */
@@ -1286,6 +1385,7 @@ int main(void)
 	RUN(test_oai_build);
 	RUN(test_oai_max_field_by_url);
 	RUN(test_parts_kept_and_renewed);
+	RUN(test_turns_kept);
 	RUN(test_response_json_roundtrip);
 	RUN(test_event_stream_type);
 	RUN(test_stream_cap);
