@@ -233,6 +233,38 @@ setup() {
 	[[ $stderr == "forge: unknown option '--models'"* ]]
 }
 
+@test "a common option before the command may be shortened as after it; a prefix of several is refused naming them (fix135 #1)" {
+	REPO="$BATS_TEST_TMPDIR/repo"
+	make_repo "$REPO"
+	cd "$BATS_TEST_TMPDIR"
+	unset FORGE_DB
+	run -0 forge --rep "$REPO" memory add "a lesson"
+	[ -f "$REPO/.forge/forge.db" ]
+	# (before: "forge: unknown option '--d'", while `forge history --d X` took it)
+	run -0 --separate-stderr forge --d "$REPO/.forge/forge.db" --conf=/dev/null --qu memory list
+	[[ "$output" == *"a lesson"* ]]
+	# handed on whole: forge-gc's own --dry-run does not make it ambiguous there
+	run -0 --separate-stderr forge --d "$REPO/.forge/forge.db" --rep "$REPO" gc --dry-run
+	run -2 --separate-stderr forge-gc --d "$REPO/.forge/forge.db"
+	[[ "${stderr_lines[0]}" == *"'--d' is ambiguous"* ]]
+	echo '{"response":{"text":"from the cassette"}}' >answers.jsonl
+	run -0 --separate-stderr forge --cas answers.jsonl --prov replay llm hi
+	[ "$output" = "from the cassette" ]
+	run -0 --separate-stderr forge --vers
+	[[ "$output" =~ ^forge\ [0-9]+\.[0-9]+\.[0-9]+$ ]]
+	run -0 --separate-stderr forge --he
+	[[ "${lines[0]}" == "usage: forge "* ]]
+	# a prefix of several, and a value for a flag, say so as after the command
+	run -2 --separate-stderr forge --c x history
+	[ "${stderr_lines[0]}" = "forge: option '--c' is ambiguous; possibilities: --config, --cassette" ]
+	run -2 --separate-stderr forge --ver history
+	[ "${stderr_lines[0]}" = "forge: option '--ver' is ambiguous; possibilities: --version, --verbose" ]
+	run -2 --separate-stderr forge --quiet=1 history
+	[ "${stderr_lines[0]}" = "forge: option '--quiet' takes no argument" ]
+	run -2 --separate-stderr forge --nosuch history
+	[ "${stderr_lines[0]}" = "forge: unknown option '--nosuch'" ]
+}
+
 @test "forge run, status, …: their own usage and messages as 'forge CMD'" {
 	run -0 --separate-stderr forge status --help
 	[[ "${lines[0]}" == "usage: forge status [TRACE] [--json]" ]]
