@@ -179,8 +179,11 @@ void cli_usage(const struct cli_spec *spec, void *fp)
 		print_options(f, title, cli_model_options);
 	}
 	print_options(f, "Common options", cli_common_options);
-	if (spec->extra_help)
-		fprintf(f, "\n%s", spec->extra_help);
+	/* (a text without its last newline ended the help mid-line: before,
+	 * forge-merge's, forge-diff's, … with the shell's prompt after it) */
+	if (spec->extra_help && *spec->extra_help)
+		fprintf(f, "\n%s%s", spec->extra_help,
+			spec->extra_help[strlen(spec->extra_help) - 1] == '\n' ? "" : "\n");
 	if (!has_exit_status(spec->extra_help))
 		fprintf(f, "\nExit status: 0 ok, 1 rejected or skipped, 2 usage or bad input, 3 breaker tripped,\n"
 			   "4 human needed, 5 dependency failed, 130 interrupted.\n");

@@ -308,6 +308,36 @@ Try 'forge ${cmd%% *} --help' for more information." ] || { echo "$cmd: $stderr"
 	[[ "$output" == *"--steal"* && "$output" == *"--provider"* && "$output" != *"--dry-run"* ]]
 }
 
+@test "every help page ends its last line, describes every option, and has no paragraph line cut short or left long (fix135 #6)" {
+	# (before: forge-merge's "…base commit.  That" and "…; 5 git or the",
+	# forge run's cancel line of 146 columns in a paragraph of 85, and
+	# forge-merge, -diff, -gc, -report and -show ending without a newline)
+	broken='{ L[NR] = $0 }
+	END {
+		for (i = 2; i <= NR; i++) {
+			prev = L[i - 1]; line = L[i]; nxt = (i < NR) ? L[i + 1] : ""
+			text = line ~ /^[^ ]/; ptext = prev ~ /^[^ ]/; ntext = nxt ~ /^[^ ]/
+			if (text && ptext && ntext && length(prev) > 60 && length(line) < 0.7 * length(prev) &&
+			    line !~ /[.:;)]$/)
+				print "cut short: " line
+			if (text && ntext && length(line) > 100 && line !~ /^usage:/)
+				print "left long: " line
+			if (line ~ /^  (-[a-zA-Z], |    )--[a-z]/ && substr(line, 28) !~ /[^ ]/)
+				print "no description: " line
+		}
+	}'
+	pages=()
+	for p in "$FORGE_BINDIR"/forge*; do
+		[[ -x "$p" && "$p" != *.c ]] && pages+=("$p")
+	done
+	for page in "${pages[@]}" "forge run" "forge resume" "forge status" "forge history" "forge cancel"; do
+		# (a command substitution drops the last newline: nothing is left when there was one)
+		[ -z "$($page --help | tail -c 1)" ] || { echo "$page --help: no newline at its end"; false; }
+		run -0 awk "$broken" <<<"$($page --help)"
+		[ -z "$output" ] || { echo "$page --help: $output"; false; }
+	done
+}
+
 @test "every help page has one exit status paragraph" {
 	for p in "$FORGE_BINDIR"/forge*; do
 		[[ -x "$p" && "$p" != *.c ]] || continue
