@@ -90,6 +90,17 @@ int cli_parse(struct cli_common *common, const struct cli_spec *spec, int argc, 
 int cli_common_option(int argc, char **argv, int i);
 
 /*
+ * The common or model option (above; --help and --version included) the
+ * long option arg ("--NAME" or "--NAME=VALUE", as typed) names, as
+ * cli_parse takes one after a command: its whole name, or a prefix only
+ * one of them begins with ("--conf" is --config).  Returns that option's
+ * name without "--" ("config"), a static string; NULL when none does, or
+ * -- cands then non-empty -- when several begin so: their names
+ * ("--config, --cassette") are put in cands (size bytes; "" otherwise).
+ */
+const char *cli_common_long_name(const char *arg, char *cands, size_t size);
+
+/*
  * The model options given on the command line as the "llm" part of a
  * config flags layer: {"provider":…,"model":…,"base_url":…,"cassette":…},
  * only the keys that were given.  A new reference.

@@ -80,6 +80,41 @@ int cli_common_option(int argc, char **argv, int i)
 	return n ? n : long_option_in(cli_model_options, argc, argv, i);
 }
 
+const char *cli_common_long_name(const char *arg, char *cands, size_t size)
+{
+	const struct cli_option *tabs[] = { cli_common_options, cli_model_options };
+	const char *name = arg + 2, *hit = NULL;
+	size_t len = strcspn(name, "="), used = 0;
+	int n = 0;
+
+	if (size)
+		cands[0] = '\0';
+	if (strncmp(arg, "--", 2) != 0 || !len)
+		return NULL;
+	for (size_t t = 0; t < sizeof tabs / sizeof tabs[0]; t++)
+		for (const struct cli_option *o = tabs[t]; o->name; o++) {
+			if (strncmp(o->name, name, len) != 0)
+				continue;
+			if (!o->name[len])
+				return o->name;         /* the whole name */
+			hit = o->name;
+			n++;
+			if (used < size) {
+				int w = snprintf(cands + used, size - used, "%s--%s", n > 1 ? ", " : "", o->name);
+
+				used += w > 0 ? (size_t)w : 0;
+			}
+		}
+	if (n == 1) {
+		if (size)
+			cands[0] = '\0';
+		return hit;
+	}
+	if (n == 0 && size)
+		cands[0] = '\0';
+	return NULL;
+}
+
 size_t cli_count_options(const struct cli_option *o)
 {
 	size_t n = 0;
@@ -144,8 +179,11 @@ void cli_usage(const struct cli_spec *spec, void *fp)
 		print_options(f, title, cli_model_options);
 	}
 	print_options(f, "Common options", cli_common_options);
-	if (spec->extra_help)
-		fprintf(f, "\n%s", spec->extra_help);
+	/* (a text without its last newline ended the help mid-line: before,
+	 * forge-merge's, forge-diff's, … with the shell's prompt after it) */
+	if (spec->extra_help && *spec->extra_help)
+		fprintf(f, "\n%s%s", spec->extra_help,
+			spec->extra_help[strlen(spec->extra_help) - 1] == '\n' ? "" : "\n");
 	if (!has_exit_status(spec->extra_help))
 		fprintf(f, "\nExit status: 0 ok, 1 rejected or skipped, 2 usage or bad input, 3 breaker tripped,\n"
 			   "4 human needed, 5 dependency failed, 130 interrupted.\n");

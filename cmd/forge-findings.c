@@ -4,7 +4,8 @@
  *
  *   forge-findings list [--trace T] [--all] [-n N] [--json]
  *   forge-findings dismiss ID [--reason TEXT] [--json]
- *   forge-findings add   (JSON objects on stdin, one per line: for tests and tools)
+ *   forge-findings add   (JSON objects on stdin, one per line: for tests and tools;
+ *                         an empty stdin, or a terminal, is bad input: exit 2)
  *
  * dismiss marks the finding, lowers the confidence of the semantic memories
  * that match it by 0.2, and stores the dismissal as a semantic memory
@@ -29,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { OPT_JSON = 256, OPT_TRACE, OPT_ALL, OPT_REASON };
 
@@ -165,12 +167,33 @@ static int cmd_dismiss(struct session *c, const struct args *a, const char *id)
 	return 0;
 }
 
-static int cmd_add(struct session *c)
+/*
+ * add: the blank lines stdin begins with, read, so the first finding is
+ * what comes next; -1 when stdin holds no finding at all (empty, white
+ * space only) -- found before the database is opened, so nothing is made.
+ */
+static long skip_blank_lines(void)
+{
+	long lines = 0;
+	int ch;
+
+	while ((ch = getchar()) != EOF) {
+		if (ch == '\n') {
+			lines++;
+		} else if (!strchr(" \t\r", ch)) {
+			ungetc(ch, stdin);
+			return lines;
+		}
+	}
+	return -1;
+}
+
+/* lineno: the lines of stdin already read (skip_blank_lines). */
+static int cmd_add(struct session *c, long lineno)
 {
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t len;
-	long lineno = 0;
 	int status = 0;
 
 	while (status == 0 && (len = getline(&line, &cap, stdin)) >= 0) {
@@ -216,6 +239,15 @@ int main(int argc, char **argv)
 		cli_usage_error(&spec, "dismiss needs exactly one finding ID");
 	if (strcmp(cmd, "dismiss") && argc - first != 0)
 		cli_usage_error(&spec, "%s takes no operands", cmd);
+	/* (add with nothing to add: before, exit 0, nothing said, and a
+	 * database made for it) */
+	long blank = 0;
+	if (!strcmp(cmd, "add") && (isatty(STDIN_FILENO) || (blank = skip_blank_lines()) < 0)) {
+		fprintf(stderr, "forge-findings: add: no finding given: it reads one JSON object a line from "
+			"standard input (forge findings add < findings.jsonl)%s\n",
+			isatty(STDIN_FILENO) ? ", not from a terminal" : ", which was empty");
+		return cli_finish("forge-findings", FORGE_EXIT_USAGE);
+	}
 	status = session_open(&c, &common, SESSION_CONFIG | SESSION_STORE |
 			      (!strcmp(cmd, "list") ? SESSION_READONLY : !strcmp(cmd, "dismiss") ?
 			       SESSION_EXISTING : 0), jv_null());
@@ -226,7 +258,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(cmd, "dismiss"))
 		status = cmd_dismiss(&c, &a, argv[first]);
 	else
-		status = cmd_add(&c);
+		status = cmd_add(&c, blank);
 	session_close(&c);
 	return cli_finish("forge-findings", status);
 }

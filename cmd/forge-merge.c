@@ -20,34 +20,33 @@
 enum { OPT_NO_FF = 256 };
 
 static const struct cli_option options[] = {
-	{ "no-ff", 0, NULL, "make a merge commit even when a fast-forward would do (and when the base "
-			    "branch has moved since the run started)", OPT_NO_FF },
+	{ "no-ff", 0, NULL, "make a merge commit even when a fast-forward would do (needed when the "
+			    "base branch moved since the run started)", OPT_NO_FF },
 	{ NULL, 0, NULL, NULL, 0 }
 };
 
 static const struct cli_spec spec = {
 	.name = "forge-merge",
 	.synopsis = "TRACE [--no-ff]",
-	.description = "Merge the branch forge/TRACE of a completed run into its base branch: the branch\n"
-		       "the run started from (--base BRANCH, or the branch HEAD was on), or, when it started\n"
-		       "from a detached HEAD or a commit, the branch the checkout is on, which must\n"
-		       "contain the run's base commit.  That\n"
-		       "branch must be checked out and the checkout must have no uncommitted changes to\n"
-		       "tracked files; its files are updated.  A fast-forward by default; --no-ff makes a\n"
-		       "merge commit (authored by user.name/user.email; refused when git would sign it,\n"
-		       "commit.gpgsign, or run a commit hook on it: merge with git then).  The merge is\n"
-		       "recorded as a run.merged event: status and show say merged, and `forge gc` may\n"
-		       "then remove the run's worktree and branch.  TRACE may be any unique prefix of a\n"
-		       "trace id.",
+	.description = "Merge the branch forge/TRACE of a completed run into its base branch: the\n"
+		       "branch the run started from (--base BRANCH, or the branch HEAD was on), or,\n"
+		       "when it started from a detached HEAD or a commit, the branch the checkout is\n"
+		       "on, which must contain the run's base commit.  That branch must be checked\n"
+		       "out and the checkout must have no uncommitted changes to tracked files; its\n"
+		       "files are updated.  A fast-forward by default; --no-ff makes a merge commit\n"
+		       "(authored by user.name/user.email; refused when git would sign it,\n"
+		       "commit.gpgsign, or run a commit hook on it: merge with git then).  The merge\n"
+		       "is recorded as a run.merged event: status and show say merged, and `forge gc`\n"
+		       "may then remove the run's worktree and branch.  TRACE may be any unique\n"
+		       "prefix of a trace id.",
 	.options = options,
-	.extra_help = "Exit status: 0 merged (or merged already, or the run made no change: nothing to\n"
-		      "merge), 1 the changes conflict (nothing changed: merge it with git, then forge merge\n"
-		      "TRACE records it), 2 no such run (a trace of phases run by hand, a shell pipeline,\n"
-		      "is none: git merge forge/TRACE merges it), not completed,\n"
-		      "the checkout is dirty, on another branch or detached, the base branch moved and\n"
-		      "--no-ff was not given (or moved while it merged: merge again), or the merge\n"
-		      "commit is git's to make; 5 git or the\n"
-		      "database failed.",
+	.extra_help = "Exit status: 0 merged (or merged already, or the run made no change: nothing\n"
+		      "to merge), 1 the changes conflict (nothing changed: merge it with git, then\n"
+		      "forge merge TRACE records it), 2 no such run (a trace of phases run by hand,\n"
+		      "a shell pipeline, is none: git merge forge/TRACE merges it), not completed,\n"
+		      "the checkout is dirty, on another branch or detached, the base branch moved\n"
+		      "and --no-ff was not given (or moved while it merged: merge again), or the\n"
+		      "merge commit is git's to make; 5 git or the database failed.\n",
 };
 
 struct target {

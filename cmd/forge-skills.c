@@ -8,8 +8,11 @@
  *
  * Skills come from <repo>/.forge/skills and $XDG_CONFIG_HOME/forge/skills
  * (lib/agent/skills.h has the format and the scoring).  A skill file that cannot
- * be used is reported on stderr as a warning and skipped.  Exit 0; 1 when
- * --show names no skill; 2 on a usage error.
+ * be used is reported on stderr as a warning and skipped.  The configuration
+ * is read as by every program (a --config file that is missing or not valid
+ * is a usage error), though no setting of it changes the skills; --db is
+ * taken, as every program takes it, and not opened: skills are files, not
+ * records.  Exit 0; 1 when --show names no skill; 2 on a usage error.
  */
 #include "core/buf.h"
 #include "app/cli.h"
@@ -144,7 +147,9 @@ int main(int argc, char **argv)
 			       "implement, review, test, deploy) and/or a task, best first.",
 		.options = options,
 		.extra_help = "A project skill replaces a user skill of the same name.  Unusable skill\n"
-			      "files are reported on stderr as warnings and skipped.\n",
+			      "files are reported on stderr as warnings and skipped.  The configuration\n"
+			      "(--config) is read and checked as by every program; --db is taken and not\n"
+			      "opened: skills are files, not records in the database.\n",
 	};
 	struct cli_common common;
 	struct args a = { NULL, NULL, 0, false };
@@ -152,7 +157,7 @@ int main(int argc, char **argv)
 	int nops = argc - first;
 	const char *phase = nops > 0 ? argv[first] : NULL;
 	struct skill_set *set = NULL;
-	char *root = NULL;
+	struct session ses;
 	int status = FORGE_EXIT_OK;
 
 	if (nops > 1)
@@ -162,16 +167,17 @@ int main(int argc, char **argv)
 				phase);
 	if (a.show && (phase || a.task))
 		cli_usage_error(&spec, "--show takes no phase or --task");
-	if (cli_repo_root(&root, common.repo) < 0) {
-		if (common.repo) {
-			fprintf(stderr, PROG ": %s\n", forge_last_error());
-			return cli_finish(PROG, FORGE_EXIT_USAGE);
-		}
-		root = NULL;   /* outside a repository: user skills only */
-	}
-	if (skills_load(&set, root, NULL) < 0) {
+	/* the repository (outside one: user skills only) and the configuration,
+	 * as every program reads them: a --config that cannot be read is said
+	 * (before: not even opened) */
+	status = session_open(&ses, &common, SESSION_CONFIG, jv_null());
+	if (status) {
 		fprintf(stderr, PROG ": %s\n", forge_last_error());
-		free(root);
+		return cli_finish(PROG, status);
+	}
+	if (skills_load(&set, ses.repo, NULL) < 0) {
+		fprintf(stderr, PROG ": %s\n", forge_last_error());
+		session_close(&ses);
 		return cli_finish(PROG, FORGE_EXIT_USAGE);
 	}
 	if (common.verbosity >= 0) {
@@ -187,6 +193,6 @@ int main(int argc, char **argv)
 	else
 		list_all(set, a.json);
 	skills_free(set);
-	free(root);
+	session_close(&ses);
 	return cli_finish(PROG, status);
 }

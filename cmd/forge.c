@@ -231,22 +231,56 @@ static int hidden(const char *opt)
 }
 
 /*
+ * A long option before the command given as a prefix ("--conf X") is
+ * written whole in argv[i] ("--config X"), as the command after it takes it
+ * (cli.h: cli_common_long_name), so the command reads the option meant
+ * and not another its own options make the prefix name.  A prefix several
+ * begin with, and a value given to a flag ("--quiet=1"), are usage errors
+ * saying so, as after the command.
+ */
+static void whole_name(int argc, char **argv, int i)
+{
+	const char *typed = argv[i];
+	char cands[256];
+	const char *name = cli_common_long_name(typed, cands, sizeof cands);
+	size_t len = strcspn(typed + 2, "=");
+
+	if (!name && cands[0])
+		cli_usage_error(&spec, "option '%.*s' is ambiguous; possibilities: %s", (int)len + 2, typed,
+				cands);
+	if (!name)
+		return;
+	if (strlen(name) != len) {
+		struct buf whole = BUF_INIT;
+
+		buf_addf(&whole, "--%s%s", name, typed + 2 + len);
+		argv[i] = buf_detach(&whole, NULL);
+	}
+	if (typed[2 + len] == '=' && !cli_common_option(argc, argv, i))
+		cli_usage_error(&spec, "option '--%s' takes no argument", name);
+}
+
+/*
  * The common options given before the command ("forge --repo X status",
  * "forge -v run …", "forge --provider openai llm hi"): how many of
  * argv[from..] they take, 0 at the command.  They go to the command, which
  * takes them as its own: the options every program takes and the model
- * options (cli.h), which a command that calls no model refuses itself.  An
- * option that is neither is a usage error; --help and --version are
- * handled by main().
+ * options (cli.h), which a command that calls no model refuses itself; a
+ * long one may be shortened as after the command (whole_name).  An option
+ * that is neither is a usage error; --help and --version are handled by
+ * main().
  */
 static int common_before(int argc, char **argv, int from)
 {
 	int i = from;
 
 	while (i < argc && argv[i][0] == '-' && argv[i][1]) {
-		const char *a = argv[i];
+		const char *a;
 		int n;
 
+		if (argv[i][1] == '-')
+			whole_name(argc, argv, i);
+		a = argv[i];
 		if (!strcmp(a, "--help") || !strcmp(a, "-h") || !strcmp(a, "--version"))
 			break;
 		n = cli_common_option(argc, argv, i);

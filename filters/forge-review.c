@@ -1240,6 +1240,12 @@ static const char *run(struct phase *ph)
 	a->skipped = jv_array();
 	if (review_prepare(&ctx) < 0)
 		phase_emit(ph, "review.prepare_failed", json_set(jv_object(), "error", jv_string(forge_last_error())));
+	/* Files to lint and scan, and not one could be read (a hand-made
+	 * state's files not here, a run's worktree gone, a piped diff of
+	 * another tree): the static and security layers saw nothing, so
+	 * their silence approves nothing (below). */
+	bool none_read = jv_array_length(jv_copy(a->skipped)) > 0 &&
+			 jv_get_kind(ctx.checked) == JV_KIND_ARRAY && jv_array_length(jv_copy(ctx.checked)) == 0;
 	cut_findings = concat(cut_findings, skipped_files(&unreviewed, a->skipped));
 	a->skipped = jv_null();
 
@@ -1306,6 +1312,15 @@ static const char *run(struct phase *ph)
 	decision = review_decide(&why, all, risk.level, human_min);
 	if (no_change && !strcmp(decision, "approve"))
 		why = "nothing to review: the run made no change";
+	/* (before: approve, exit 0, with a warning for each file: a review
+	 * that read none of the change's files passed it on to test and
+	 * deploy) */
+	if (none_read && !strcmp(decision, "approve")) {
+		decision = "require_human";
+		why = "no file of the change could be read to lint or scan (its forge/not-reviewed findings say "
+		      "why): a person must review it, or review it where its files are (--commit, --base, the "
+		      "run's repository)";
+	}
 	all = record(ph, all);
 
 	/* A report that cannot be written is said, and the review stands (as

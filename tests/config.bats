@@ -227,6 +227,18 @@ keys_seen() {
 	[ -z "$output" ]
 }
 
+@test "two JSON values in a config file: exit 2 naming the line and column of the second (fix135 #3)" {
+	# (before: "Unexpected extra JSON values" and no place)
+	printf '{"llm": {"model": "m"}}\n{"safety": {}}\n' >"$PROJECT_CFG"
+	run -2 --separate-stderr forge-config --repo "$REPO"
+	[ "$stderr" = "forge-config: $PROJECT_CFG: Unexpected extra JSON values: a second value begins at line 2, column 1 (one JSON value is expected)" ]
+	[ -z "$output" ]
+	printf '{\n  "llm": {}\n}  {}' >"$BATS_TEST_TMPDIR/two.json"
+	rm "$PROJECT_CFG"
+	run -2 --separate-stderr forge-plan --repo "$REPO" --config "$BATS_TEST_TMPDIR/two.json" --task x
+	[[ "$stderr" == *"$BATS_TEST_TMPDIR/two.json: Unexpected extra JSON values: a second value begins at line 3, column 4 "* ]]
+}
+
 @test "a schema error names the file and the JSON path" {
 	echo '{"safety":{"automation_level":7}}' >"$PROJECT_CFG"
 	run -2 --separate-stderr forge-config --repo "$REPO"

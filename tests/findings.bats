@@ -74,6 +74,24 @@ finding() {
 	run -2 forge-findings add <<<'not json'
 }
 
+@test "add with no finding given (empty stdin, blank lines, a terminal) is bad input: exit 2, nothing made (fix135 #4)" {
+	# (before: exit 0, nothing said, and an empty database made)
+	run -2 --separate-stderr forge-findings add </dev/null
+	[ "$stderr" = "forge-findings: add: no finding given: it reads one JSON object a line from standard input (forge findings add < findings.jsonl), which was empty" ]
+	[ -z "$output" ]
+	[ ! -e "$FORGE_DB" ]
+	run -2 --separate-stderr forge findings add <<<$'\n  \n'
+	[[ "$stderr" == *"no finding given"* ]]
+	[ ! -e "$FORGE_DB" ]
+	SHOWN="$BATS_TEST_TMPDIR/terminal"
+	run -2 on_tty -- forge-findings add
+	grep -q "no finding given: .*, not from a terminal" "$SHOWN"
+	[ ! -e "$FORGE_DB" ]
+	# blank lines before a finding still count in the line numbers said
+	run -2 --separate-stderr forge-findings add <<<$'\n\n{"severity":"warning"}'
+	[[ "$stderr" == "forge-findings: line 3: "* ]]
+}
+
 @test "a finding found again in the same trace is stored once (same id); another trace gets its own row" {
 	a=$(finding no-tabs "tabs used for indentation")
 	b=$(finding no-tabs "tabs used for indentation")

@@ -233,6 +233,38 @@ setup() {
 	[[ $stderr == "forge: unknown option '--models'"* ]]
 }
 
+@test "a common option before the command may be shortened as after it; a prefix of several is refused naming them (fix135 #1)" {
+	REPO="$BATS_TEST_TMPDIR/repo"
+	make_repo "$REPO"
+	cd "$BATS_TEST_TMPDIR"
+	unset FORGE_DB
+	run -0 forge --rep "$REPO" memory add "a lesson"
+	[ -f "$REPO/.forge/forge.db" ]
+	# (before: "forge: unknown option '--d'", while `forge history --d X` took it)
+	run -0 --separate-stderr forge --d "$REPO/.forge/forge.db" --conf=/dev/null --qu memory list
+	[[ "$output" == *"a lesson"* ]]
+	# handed on whole: forge-gc's own --dry-run does not make it ambiguous there
+	run -0 --separate-stderr forge --d "$REPO/.forge/forge.db" --rep "$REPO" gc --dry-run
+	run -2 --separate-stderr forge-gc --d "$REPO/.forge/forge.db"
+	[[ "${stderr_lines[0]}" == *"'--d' is ambiguous"* ]]
+	echo '{"response":{"text":"from the cassette"}}' >answers.jsonl
+	run -0 --separate-stderr forge --cas answers.jsonl --prov replay llm hi
+	[ "$output" = "from the cassette" ]
+	run -0 --separate-stderr forge --vers
+	[[ "$output" =~ ^forge\ [0-9]+\.[0-9]+\.[0-9]+$ ]]
+	run -0 --separate-stderr forge --he
+	[[ "${lines[0]}" == "usage: forge "* ]]
+	# a prefix of several, and a value for a flag, say so as after the command
+	run -2 --separate-stderr forge --c x history
+	[ "${stderr_lines[0]}" = "forge: option '--c' is ambiguous; possibilities: --config, --cassette" ]
+	run -2 --separate-stderr forge --ver history
+	[ "${stderr_lines[0]}" = "forge: option '--ver' is ambiguous; possibilities: --version, --verbose" ]
+	run -2 --separate-stderr forge --quiet=1 history
+	[ "${stderr_lines[0]}" = "forge: option '--quiet' takes no argument" ]
+	run -2 --separate-stderr forge --nosuch history
+	[ "${stderr_lines[0]}" = "forge: unknown option '--nosuch'" ]
+}
+
 @test "forge run, status, …: their own usage and messages as 'forge CMD'" {
 	run -0 --separate-stderr forge status --help
 	[[ "${lines[0]}" == "usage: forge status [TRACE] [--json]" ]]
@@ -274,6 +306,36 @@ Try 'forge ${cmd%% *} --help' for more information." ] || { echo "$cmd: $stderr"
 	[[ "${lines[0]}" == "usage: forge-supervisor status [TRACE] [--json]" && "$output" == *"Show a run"* ]]
 	run -0 --separate-stderr forge resume --help
 	[[ "$output" == *"--steal"* && "$output" == *"--provider"* && "$output" != *"--dry-run"* ]]
+}
+
+@test "every help page ends its last line, describes every option, and has no paragraph line cut short or left long (fix135 #6)" {
+	# (before: forge-merge's "…base commit.  That" and "…; 5 git or the",
+	# forge run's cancel line of 146 columns in a paragraph of 85, and
+	# forge-merge, -diff, -gc, -report and -show ending without a newline)
+	broken='{ L[NR] = $0 }
+	END {
+		for (i = 2; i <= NR; i++) {
+			prev = L[i - 1]; line = L[i]; nxt = (i < NR) ? L[i + 1] : ""
+			text = line ~ /^[^ ]/; ptext = prev ~ /^[^ ]/; ntext = nxt ~ /^[^ ]/
+			if (text && ptext && ntext && length(prev) > 60 && length(line) < 0.7 * length(prev) &&
+			    line !~ /[.:;)]$/)
+				print "cut short: " line
+			if (text && ntext && length(line) > 100 && line !~ /^usage:/)
+				print "left long: " line
+			if (line ~ /^  (-[a-zA-Z], |    )--[a-z]/ && substr(line, 28) !~ /[^ ]/)
+				print "no description: " line
+		}
+	}'
+	pages=()
+	for p in "$FORGE_BINDIR"/forge*; do
+		[[ -x "$p" && "$p" != *.c ]] && pages+=("$p")
+	done
+	for page in "${pages[@]}" "forge run" "forge resume" "forge status" "forge history" "forge cancel"; do
+		# (a command substitution drops the last newline: nothing is left when there was one)
+		[ -z "$($page --help | tail -c 1)" ] || { echo "$page --help: no newline at its end"; false; }
+		run -0 awk "$broken" <<<"$($page --help)"
+		[ -z "$output" ] || { echo "$page --help: $output"; false; }
+	done
 }
 
 @test "every help page has one exit status paragraph" {

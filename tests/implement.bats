@@ -956,12 +956,13 @@ CHEAT='{"tool_calls":[{"name":"edit_file","input":{"path":"tests/check.sh","old"
 	printf 'not the change\n' >"$BATS_TEST_TMPDIR/elsewhere/notes.txt"
 	jq -c '.tools.lint_command = "echo ran >lint-ran; echo notes.txt:1: error: from the checkout"' \
 		"$CFG" >"$BATS_TEST_TMPDIR/c2.json"
-	run -0 --separate-stderr env -u FORGE_PROVIDER -u FORGE_BASE_URL -u ANTHROPIC_API_KEY \
+	# (none of its files could be read: not approved, a person is asked, fix135 #5)
+	run -4 --separate-stderr env -u FORGE_PROVIDER -u FORGE_BASE_URL -u ANTHROPIC_API_KEY \
 		forge-review --config "$BATS_TEST_TMPDIR/c2.json" --repo "$BATS_TEST_TMPDIR/elsewhere" <"$BATS_TEST_TMPDIR/cut.json"
 	state=$(last_state)
 	# (notes.txt: in the cut text, but with no worktree its linters could
 	# not run -- said too, since fix27)
-	jq -e '.review.source == "state" and .review.files == 1 and
+	jq -e '.review.source == "state" and .review.files == 1 and .review.decision == "require_human" and
 	       (.review.not_reviewed | length == 2 and .[0].path == "data.lock" and .[0].bytes > 921600 and
 	        .[1].path == "notes.txt" and (.[1].reason | contains("commits are not in this repository"))) and
 	       ([.review.findings[] | select(.rule == "forge/not-reviewed") | [.file, .severity]] ==
@@ -976,9 +977,9 @@ CHEAT='{"tool_calls":[{"name":"edit_file","input":{"path":"tests/check.sh","old"
 	# a diff that was not cut: the same, no full diff looked for
 	jq -c '.changes.diff = "diff --git a/notes.txt b/notes.txt\nnew file mode 100644\n--- /dev/null\n+++ b/notes.txt\n@@ -0,0 +1 @@\n+hi\n"' \
 		"$BATS_TEST_TMPDIR/cut.json" >"$BATS_TEST_TMPDIR/whole.json"
-	run -0 --separate-stderr env -u FORGE_PROVIDER -u FORGE_BASE_URL -u ANTHROPIC_API_KEY \
+	run -4 --separate-stderr env -u FORGE_PROVIDER -u FORGE_BASE_URL -u ANTHROPIC_API_KEY \
 		forge-review --config "$BATS_TEST_TMPDIR/c2.json" --repo "$BATS_TEST_TMPDIR/elsewhere" <"$BATS_TEST_TMPDIR/whole.json"
-	last_state | jq -e '.review.source == "state" and .review.files == 1 and
+	last_state | jq -e '.review.source == "state" and .review.files == 1 and .review.decision == "require_human" and
 	       (.review.not_reviewed | length == 1 and .[0].path == "notes.txt" and
 	        (.[0].reason | contains("commits are not in this repository"))) and
 	       ([.review.findings[] | [.rule, .file]] == [["forge/not-reviewed", "notes.txt"]])'

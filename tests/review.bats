@@ -178,7 +178,8 @@ series_reviewed() {
 	done
 	# a diff that has a file where the working tree has a link
 	printf -- '--- /dev/null\n+++ b/scripts/run.sh\n@@ -0,0 +1 @@\n+../bin/run.sh\n' >"$BATS_TEST_TMPDIR/d.diff"
-	run -0 --separate-stderr forge-review <"$BATS_TEST_TMPDIR/d.diff"
+	# (its only file, so nothing was read: a person is asked, fix135 #5)
+	run -4 --separate-stderr forge-review <"$BATS_TEST_TMPDIR/d.diff"
 	OUT=$output
 	[[ "$stderr" == *"scripts/run.sh was not linted or scanned: cannot open '$REPO/scripts/run.sh': it is a symbolic link (not followed)"* ]]
 	[[ "$stderr" != *"Too many levels"* ]]
@@ -259,6 +260,29 @@ findings_of() { state | jq -c '[.review.findings[] | [.file, .line, .rule]] | so
 	# and in the review itself (before: on stderr alone, not_reviewed empty; hunt27 #5)
 	state | jq -e '.review.not_reviewed == [{"path":"src/copy.c","reason":"the file'"'"'s content differs from the diff"}]'
 	state | jq -e '[.review.findings[] | select(.rule == "forge/not-reviewed") | [.file, .severity]] == [["src/copy.c","warning"]]'
+}
+
+@test "a review that could read none of the change's files does not approve it: require_human, exit 4; one file read is enough (fix135 #5)" {
+	# a hand-made state about files that are not here (before: a warning
+	# for each, then approve, exit 0)
+	diff=$'diff --git a/gone.c b/gone.c\nnew file mode 100644\n--- /dev/null\n+++ b/gone.c\n@@ -0,0 +1 @@\n+int gone;\n'
+	jq -nc --arg d "$diff" --arg r "$REPO" '{kind:"state",v:1,trace_id:"01JDB2AAAAAAAAAAAAAAAAAAAA",phase:"implement",status:"ok",
+		task:{description:"x",repo:$r},changes:{diff:$d,files:[{path:"gone.c",action:"create"}]}}' >"$BATS_TEST_TMPDIR/st.json"
+	run -4 --separate-stderr forge-review <"$BATS_TEST_TMPDIR/st.json"
+	OUT=$output
+	[[ "$stderr" == *"forge-review: warning: gone.c was not linted or scanned: "* ]]
+	[[ "$stderr" == *"forge-review: require_human: no file of the change could be read to lint or scan (its forge/not-reviewed findings say why): a person must review it, or review it where its files are (--commit, --base, the run's repository) (risk low;"* ]]
+	state | jq -e '.status == "escalated" and .review.decision == "require_human" and
+		(.review.not_reviewed | map(.path)) == ["gone.c"]'
+	# the same diff where one of its files is here: reviewed, approved
+	echo 'int here;' >here.c
+	git add here.c && git commit -q -m here
+	git show HEAD >"$BATS_TEST_TMPDIR/two.diff"
+	printf '%s' "$diff" >>"$BATS_TEST_TMPDIR/two.diff"
+	run -0 --separate-stderr forge-review <"$BATS_TEST_TMPDIR/two.diff"
+	OUT=$output
+	[[ "$stderr" == *"gone.c was not linted or scanned"* ]]
+	state | jq -e '.review.decision == "approve" and (.review.not_reviewed | map(.path)) == ["gone.c"]'
 }
 
 @test "a diff piped from a subdirectory with paths relative to it (git diff --relative, diff.relative) is reviewed at its files, named by the repository's paths" {

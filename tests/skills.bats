@@ -127,3 +127,21 @@ setup() {
 	run -0 --separate-stderr forge skills --show commit-style
 	assert_output --partial "type(scope): subject"
 }
+
+@test "--config is read and checked as by every program; --db is taken and opens nothing (fix135 #2)" {
+	# (before: neither was looked at: a --config that does not exist passed)
+	run -2 --separate-stderr forge-skills --config "$BATS_TEST_TMPDIR/nosuch.json"
+	[ "$stderr" = "forge-skills: cannot open '$BATS_TEST_TMPDIR/nosuch.json': No such file or directory" ]
+	[ -z "$output" ]
+	printf '{"x": ' >"$BATS_TEST_TMPDIR/bad.json"
+	run -2 --separate-stderr forge-skills --config "$BATS_TEST_TMPDIR/bad.json" review
+	[[ "$stderr" == "forge-skills: $BATS_TEST_TMPDIR/bad.json: "* ]]
+	echo '{"nosuchkey": 1}' >"$BATS_TEST_TMPDIR/unknown.json"
+	run -2 --separate-stderr forge skills --config "$BATS_TEST_TMPDIR/unknown.json"
+	[[ "$stderr" == *"unexpected property 'nosuchkey'"* ]]
+	# a good one changes nothing, and --db makes no database
+	echo '{}' >"$BATS_TEST_TMPDIR/good.json"
+	run -0 --separate-stderr forge --config "$BATS_TEST_TMPDIR/good.json" --db "$BATS_TEST_TMPDIR/x.db" skills -q
+	[ "${#lines[@]}" -eq 6 ]
+	[ ! -e "$BATS_TEST_TMPDIR/x.db" ]
+}

@@ -498,17 +498,25 @@ static bool lost_string(size_t *open, size_t *close, const char *s, size_t n)
 	return false;
 }
 
-/* The message jq gives at byte `at`, which it counts from 1 on each line. */
-static jv separator_error(const char *s, size_t at)
+/* The line and column of byte `at`, as jq counts them: from 1 on each line. */
+static void line_column(int *line, size_t *col, const char *s, size_t at)
 {
-	int line = 1;
-	size_t col = at + 1;
-
+	*line = 1;
+	*col = at + 1;
 	for (size_t i = 0; i < at; i++)
 		if (s[i] == '\n') {
-			line++;
-			col = at - i;
+			(*line)++;
+			*col = at - i;
 		}
+}
+
+/* The message jq gives at byte `at`. */
+static jv separator_error(const char *s, size_t at)
+{
+	int line;
+	size_t col;
+
+	line_column(&line, &col, s, at);
 	return jv_invalid_with_msg(jv_string_fmt("Expected separator between values at line %d, column %zu",
 						 line, col));
 }
@@ -706,6 +714,35 @@ static bool fast_parse(jv *out, const char *text, size_t len, bool drop_notes)
 	return true;
 }
 
+/*
+ * jq's "Unexpected extra JSON values" (msg, consumed) with where the second
+ * value begins, which jq does not say ("{} {}", two objects on two lines of
+ * a config file): the strict parser finds the end of the first.  When it
+ * does not take the first value (one only jq reads), msg as it is.
+ */
+static jv extra_values_error(jv msg, const char *text, size_t len)
+{
+	struct fast f = { text, text + len, 0, false };
+	const struct lconv *lc = localeconv();
+	jv first;
+	int line;
+	size_t col;
+
+	if (!lc->decimal_point || strcmp(lc->decimal_point, "."))
+		return jv_invalid_with_msg(msg);
+	fast_ws(&f);
+	if (!fast_value(&f, &first))
+		return jv_invalid_with_msg(msg);
+	jv_free(first);
+	fast_ws(&f);
+	if (f.p >= f.end)
+		return jv_invalid_with_msg(msg);
+	line_column(&line, &col, text, (size_t)(f.p - text));
+	jv_free(msg);
+	return jv_invalid_with_msg(jv_string_fmt("Unexpected extra JSON values: a second value begins at "
+						 "line %d, column %zu (one JSON value is expected)", line, col));
+}
+
 jv json_parse(const char *text, size_t len)
 {
 	size_t open, close;
@@ -736,7 +773,10 @@ jv json_parse(const char *text, size_t len)
 		jv_free(msg);
 		return jv_invalid_with_msg(jv_string("malformed JSON"));
 	}
-	return jv_invalid_with_msg(strip_parse_tail(msg));
+	msg = strip_parse_tail(msg);
+	if (!strcmp(jv_string_value(msg), "Unexpected extra JSON values"))
+		return extra_values_error(msg, text, len);
+	return jv_invalid_with_msg(msg);
 }
 
 /* v without the members whose key begins with '$', at any depth.  Consumes v. */

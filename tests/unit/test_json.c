@@ -66,7 +66,8 @@ static void test_parse_separator_without_leak(void)
 		{ "[1,\n  2 \"x\"]", "Expected separator between values at line 2, column 7" },
 		{ "[tru \"a\"]", "Invalid literal at line 1, column 5" },
 		{ "[1 2 \"a\"]", "Expected separator between values at line 1, column 5" },
-		{ "\"a\" \"b\"", "Unexpected extra JSON values" },
+		{ "\"a\" \"b\"", "Unexpected extra JSON values: a second value begins at line 1, column 5 "
+				   "(one JSON value is expected)" },
 	};
 
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -74,6 +75,31 @@ static void test_parse_separator_without_leak(void)
 		CHECK(!jv_is_valid(v));
 		char *m = json_invalid_msg(v);
 		CHECK_STR(m, cases[i].want);
+		free(m);
+	}
+}
+
+/* Two values where one is expected (a config file "{} {}", or one object
+ * per line): where the second begins, as jq says where its other errors
+ * are (before: "Unexpected extra JSON values" and no place). */
+static void test_parse_extra_values_where(void)
+{
+	static const struct { const char *in, *want; } cases[] = {
+		{ "{} {}", "line 1, column 4" },
+		{ "{\"a\":1}\n{\"b\":2}\n", "line 2, column 1" },
+		{ "{\n  \"a\": [1, 2]\n}\n\n   [3]\n", "line 5, column 4" },
+		{ "1 2", "line 1, column 3" },
+	};
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		jv v = json_parse(cases[i].in, strlen(cases[i].in));
+		CHECK(!jv_is_valid(v));
+		char *m = json_invalid_msg(v);
+		char want[160];
+
+		snprintf(want, sizeof want, "Unexpected extra JSON values: a second value begins at %s "
+			 "(one JSON value is expected)", cases[i].want);
+		CHECK_STR(m, want);
 		free(m);
 	}
 }
@@ -671,6 +697,7 @@ int main(void)
 	RUN(test_get_helpers);
 	RUN(test_parse_errors_are_short);
 	RUN(test_parse_separator_without_leak);
+	RUN(test_parse_extra_values_where);
 	RUN(test_utf8);
 	RUN(test_write_line);
 	RUN(test_buf_limit);
