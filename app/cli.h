@@ -133,8 +133,23 @@ char *cli_self_dir(void);
 void cli_usage_error(const struct cli_spec *spec, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3), noreturn));
 
-/* Print the full usage to f. */
+/*
+ * Print the full usage to f: the synopsis, description, options and
+ * extra_help within 80 columns (cli_help_text; an option's description
+ * goes on under its column).
+ */
 void cli_usage(const struct cli_spec *spec, void *f /* FILE * */);
+
+/*
+ * Free text (a description, extra_help) on f, each line ending in a newline,
+ * within 80 columns.  A paragraph (unindented lines up to a blank or
+ * indented one) or an indented item (a line and the lines under its
+ * description's column, "  store   persist …") whose lines all fit is
+ * printed as it is, so text wrapped by hand stays as written; one with a
+ * longer line is word-wrapped whole, an item under its description's
+ * column.  text borrowed.
+ */
+void cli_help_text(const char *text, void *f /* FILE * */);
 
 /*
  * The same help as a man(7) page (section 1) on f, so the manual can never

@@ -124,6 +124,159 @@ size_t cli_count_options(const struct cli_option *o)
 	return n;
 }
 
+/* ---- --help, wrapped ------------------------------------------------------- */
+
+/* The widest line --help prints: an 80-column terminal shows it whole. */
+#define HELP_WIDTH 80
+
+/* The columns s[0..n) takes: its characters (UTF-8: "…" is one). */
+static size_t columns(const char *s, size_t n)
+{
+	size_t c = 0;
+
+	for (size_t i = 0; i < n; i++)
+		c += ((unsigned char)s[i] & 0xC0) != 0x80;
+	return c;
+}
+
+/*
+ * The words of s[0..n) on f from column col on, wrapped at HELP_WIDTH with
+ * each further line indented by hang; no newline after the last.  Spaces
+ * between words on one line are kept ("end.  Next"); a line break becomes
+ * one space, two after a '.' (before anything but a lower-case letter); a
+ * number stays on the line of the word after it.  With units, a space inside
+ * [ ] does not break ("[--jobs N]" stays whole: a synopsis).  A word wider
+ * than the room stays whole.
+ */
+static void wrap_words(FILE *f, const char *s, size_t n, size_t col, size_t hang, bool units)
+{
+	const char *end = s + n, *p = s + strspn(s, " \n");
+	bool first = true;
+
+	if (p > end)
+		p = end;
+	while (p < end) {
+		const char *w = p;
+		int depth = 0;
+
+		for (;;) {
+			while (p < end && (depth > 0 || (*p != ' ' && *p != '\n'))) {
+				if (units && *p == '[')
+					depth++;
+				else if (units && *p == ']' && depth > 0)
+					depth--;
+				p++;
+			}
+			/* a number stays with the word after it ("5 git") */
+			const char *tok = p;
+
+			while (tok > w && tok[-1] != ' ')
+				tok--;
+			if (tok == p || strspn(tok, "0123456789") != (size_t)(p - tok) ||
+			    p + 1 >= end || p[0] != ' ' || p[1] == ' ' || p[1] == '\n')
+				break;
+			p++;
+		}
+		size_t len = (size_t)(p - w), wide = columns(w, len), sep = 0;
+
+		if (!first) {
+			const char *gap = w;
+			bool broken = false;
+
+			while (gap > s && (gap[-1] == ' ' || gap[-1] == '\n')) {
+				broken |= gap[-1] == '\n';
+				gap--;
+			}
+			if (!broken)
+				sep = (size_t)(w - gap);
+			else
+				sep = gap > s && gap[-1] == '.' && !(*w >= 'a' && *w <= 'z') ? 2 : 1;
+		}
+		if (!first && col + sep + wide > HELP_WIDTH) {
+			fprintf(f, "\n%*s", (int)hang, "");
+			col = hang;
+		} else {
+			fprintf(f, "%*s", (int)sep, "");
+			col += sep;
+		}
+		fwrite(w, 1, len, f);
+		col += wide;
+		first = false;
+		p += strspn(p, " \n");
+		if (p > end)
+			p = end;
+	}
+}
+
+/* The column where an indented line's description starts: after its first
+ * word and two spaces or more ("  store   persist …": 10); 0 when none. */
+static size_t hanging_column(const char *line, size_t n)
+{
+	size_t i = strspn(line, " ");
+
+	i += strcspn(line + i, " ");
+	if (i + 1 < n && line[i] == ' ' && line[i + 1] == ' ') {
+		size_t k = i + strspn(line + i, " ");
+
+		if (k < n)
+			return k;
+	}
+	return 0;
+}
+
+/* cli.h */
+void cli_help_text(const char *text, void *fp)
+{
+	FILE *f = fp;
+
+	if (!text)
+		return;
+	for (const char *p = text; *p;) {
+		size_t n = strcspn(p, "\n"), lead = strspn(p, " "), widest = columns(p, n);
+		const char *end = p + n + (p[n] == '\n');
+		size_t first = 0, hang = 0;
+
+		if (lead >= n) {
+			fputc('\n', f);
+			p = end;
+			continue;
+		}
+		if (!lead) {
+			/* (a line ending a sentence ends it: "Exit: …" after it
+			 * stays at the start of a line) */
+			while (*end && *end != '\n' && *end != ' ' && p[n - 1] != '.' && end[-2] != '.') {
+				size_t m = strcspn(end, "\n");
+
+				widest = columns(end, m) > widest ? columns(end, m) : widest;
+				end += m + (end[m] == '\n');
+			}
+		} else if ((hang = hanging_column(p, n)) > 0) {
+			first = hang;
+			while (*end) {
+				size_t m = strcspn(end, "\n");
+
+				if (m <= hang || strspn(end, " ") != hang)
+					break;
+				widest = columns(end, m) > widest ? columns(end, m) : widest;
+				end += m + (end[m] == '\n');
+			}
+		} else {
+			first = lead;
+			hang = lead + 2;
+		}
+		if (widest <= HELP_WIDTH) {
+			fwrite(p, 1, (size_t)(end - p), f);
+			if (end[-1] != '\n')
+				fputc('\n', f);
+		} else {
+			fwrite(p, 1, first, f);
+			wrap_words(f, p + first, (size_t)(end - p) - first, first, hang, false);
+			fputc('\n', f);
+		}
+		p = end;
+	}
+}
+
 static void print_options(FILE *f, const char *title, const struct cli_option *o)
 {
 	if (!cli_count_options(o))
@@ -131,6 +284,7 @@ static void print_options(FILE *f, const char *title, const struct cli_option *o
 	fprintf(f, "\n%s:\n", title);
 	for (; o->name; o++) {
 		char left[64];
+		int col;
 
 		if (o->short_name)
 			snprintf(left, sizeof left, "-%c, --%s%s%s", o->short_name, o->name,
@@ -138,7 +292,10 @@ static void print_options(FILE *f, const char *title, const struct cli_option *o
 		else
 			snprintf(left, sizeof left, "    --%s%s%s", o->name, o->arg ? " " : "",
 				 o->arg ? o->arg : "");
-		fprintf(f, "  %-24s %s\n", left, o->help);
+		col = fprintf(f, "  %-24s ", left);
+		/* a description too long for the line goes on under its column */
+		wrap_words(f, o->help, strlen(o->help), col > 0 ? (size_t)col : 0, 27, false);
+		fputc('\n', f);
 	}
 }
 
@@ -160,14 +317,19 @@ void cli_usage(const struct cli_spec *spec, void *fp)
 
 	while (line && *line) {
 		const char *nl = strchr(line, '\n');
-		int n = nl ? (int)(nl - line) : (int)strlen(line);
+		size_t n = nl ? (size_t)(nl - line) : strlen(line);
+		int col = fprintf(f, "%s %s ", first ? "usage:" : "      ", spec->name);
 
-		fprintf(f, "%s %s %.*s\n", first ? "usage:" : "      ", spec->name, n, line);
+		/* a long synopsis goes on indented under its first operand */
+		wrap_words(f, line, n, col > 0 ? (size_t)col : 0, col > 0 ? (size_t)col + 2 : 2, true);
+		fputc('\n', f);
 		first = false;
 		line += n + (nl ? 1 : 0);
 	}
-	if (spec->description)
-		fprintf(f, "\n%s\n", spec->description);
+	if (spec->description) {
+		fputc('\n', f);
+		cli_help_text(spec->description, f);
+	}
 	print_options(f, "Options", spec->options);
 	if (spec->flags & CLI_MODEL_OPTIONS)
 		print_options(f, "Model options", cli_model_options);
@@ -181,12 +343,15 @@ void cli_usage(const struct cli_spec *spec, void *fp)
 	print_options(f, "Common options", cli_common_options);
 	/* (a text without its last newline ended the help mid-line: before,
 	 * forge-merge's, forge-diff's, … with the shell's prompt after it) */
-	if (spec->extra_help && *spec->extra_help)
-		fprintf(f, "\n%s%s", spec->extra_help,
-			spec->extra_help[strlen(spec->extra_help) - 1] == '\n' ? "" : "\n");
-	if (!has_exit_status(spec->extra_help))
-		fprintf(f, "\nExit status: 0 ok, 1 rejected or skipped, 2 usage or bad input, 3 breaker tripped,\n"
-			   "4 human needed, 5 dependency failed, 130 interrupted.\n");
+	if (spec->extra_help && *spec->extra_help) {
+		fputc('\n', f);
+		cli_help_text(spec->extra_help, f);
+	}
+	if (!has_exit_status(spec->extra_help)) {
+		fputc('\n', f);
+		cli_help_text("Exit status: 0 ok, 1 rejected or skipped, 2 usage or bad input,\n"
+			      "3 breaker tripped, 4 human needed, 5 dependency failed, 130 interrupted.\n", f);
+	}
 }
 
 /* ---- the manual page and completion words --------------------------------- */

@@ -86,7 +86,8 @@ static struct cli_spec spec = {
 		      "5 failed.\n"
 		      "\nExamples:\n"
 		      "  forge compile --dir todo \"a todo-list HTTP API\"\n"
-		      "  forge compile --dir todo --answers answers.txt --auto-approve \"a todo-list HTTP API\"\n"
+		      "  forge compile --dir todo --answers answers.txt --auto-approve \\\n"
+		      "    \"a todo-list HTTP API\"\n"
 		      "  forge compile --dir todo --edit \"items get an optional due date\"\n"
 		      "  forge compile --dir todo --show rules; forge compile --dir todo --docs\n",
 };

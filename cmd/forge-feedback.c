@@ -49,8 +49,8 @@ static const struct cli_spec spec = {
 	.description =
 		"Production feedback (the production loop): anomaly and error records, one JSON object\n"
 		"per line, from FILE or stdin.\n"
-		"  anomaly  {\"kind\":\"anomaly\",\"metric\":\"error_rate\",\"baseline\":0.01,\"current\":0.09,\n"
-		"            \"deployment_id\":TRACE|COMMIT}  (or \"trace_id\")\n"
+		"  anomaly  {\"kind\":\"anomaly\",\"metric\":\"error_rate\",\"baseline\":0.01,\n"
+		"            \"current\":0.09,\"deployment_id\":TRACE|COMMIT}  (or \"trace_id\")\n"
 		"  error    {\"kind\":\"error\",\"stack\":\"…\",\"frequency\":42,\"first_seen\":\"2026-…Z\",\n"
 		"            \"affected_users\":7,\"related_commit\":\"abc1234\"}\n"
 		"The seed's camelCase names (deploymentId, relatedCommit, …) are accepted, and kind may be\n"

@@ -81,7 +81,8 @@ static const struct cli_spec spec = {
 		      "interrupted (SIGINT/SIGTERM).\n"
 		      "\nExamples:\n"
 		      "  git diff | forge llm --system 'Review this diff'\n"
-		      "  forge llm --provider openai --base-url http://localhost:11434/v1 --model llama3.2 hi\n",
+		      "  forge llm --provider openai --base-url http://localhost:11434/v1 \\\n"
+		      "    --model llama3.2 hi\n",
 };
 
 struct args {

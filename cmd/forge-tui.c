@@ -23,13 +23,13 @@ static const struct cli_spec spec = {
 	.name = "forge-tui",
 	.synopsis = "[--repo DIR] [--db PATH] [--config PATH]",
 	.description = "A full-screen terminal interface on the runs of the database: the list of runs\n"
-		       "(status, phase, cost, age, a waiting gate), a live view of one run (its nodes, phase\n"
-		       "timeline, the model's replies and tool calls, findings, tests, cost against budget),\n"
-		       "pending gates answered in place, a command palette that runs the forge commands\n"
-		       "and a model picker that writes llm.phases.PHASE.{provider,model} to the project's\n"
-		       ".forge/config.json.  It reads the store again every second, so runs started\n"
-		       "elsewhere (another terminal, CI on the same database) appear and move.  NO_COLOR\n"
-		       "turns colours off.",
+		       "(status, phase, cost, age, a waiting gate), a live view of one run (its nodes,\n"
+		       "phase timeline, the model's replies and tool calls, findings, tests, cost\n"
+		       "against budget), pending gates answered in place, a command palette that runs\n"
+		       "the forge commands and a model picker that writes each phase's provider and\n"
+		       "model (llm.phases.PHASE.{provider,model}) to the project's .forge/config.json.\n"
+		       "It reads the store again every second, so runs started elsewhere (another\n"
+		       "terminal, CI on the same database) appear and move.  NO_COLOR turns colours off.",
 	.extra_help = "Keys:\n"
 		      "  Up/Down j/k   choose a run; PgUp/PgDn scroll the run view\n"
 		      "  Enter         open the selected run; Esc or Left goes back\n"

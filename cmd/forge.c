@@ -174,8 +174,11 @@ static size_t each_command(void (*each)(const char *name, const char *program, c
 
 static void print_help_line(const char *name, const char *program, const char *help, void *payload)
 {
+	char line[1024];
+
 	(void)program;
-	fprintf(payload, "  %-12s %s\n", name, help);
+	snprintf(line, sizeof line, "  %-12s %s", name, help);
+	cli_help_text(line, payload);	/* within 80 columns */
 }
 
 static void print_tsv(const char *name, const char *program, const char *help, void *payload)

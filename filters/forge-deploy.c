@@ -658,9 +658,10 @@ int main(int argc, char **argv)
 			"unless --approve is given or it is approved on the terminal.  With --no-input (or a "
 			"terminal on stdin) it deploys the repository as it is; an empty stdin is bad input.",
 		.extra_help =
-			"Configuration: deploy.strategy, deploy.environment, deploy.remote, deploy.canary.<risk>,\n"
-			"deploy.health.{error_rate_max,latency_ms_max,samples,timeout_s,interval_s},\n"
-			"tools.{build_command,deploy_command,rollback_command,health_url}.\n"
+			"Configuration:\n"
+			"  deploy.strategy, deploy.environment, deploy.remote, deploy.canary.<risk>,\n"
+			"  deploy.health.{error_rate_max,latency_ms_max,samples,timeout_s,interval_s},\n"
+			"  tools.{build_command,deploy_command,rollback_command,health_url}\n"
 			"The deploy command sees FORGE_DEPLOY_PERCENT, FORGE_DEPLOY_STEP, FORGE_DEPLOY_STEPS,\n"
 			"FORGE_DEPLOY_ENVIRONMENT, FORGE_DEPLOY_REF and FORGE_DEPLOY_TRACE.\n"
 			"The gate asks y/n on the terminal (Enter alone or a typo asks again); Ctrl-D or no\n"

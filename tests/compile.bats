@@ -335,7 +335,8 @@ want() {
 	[[ "$stderr" == *"--dir $BATS_TEST_TMPDIR/notes.txt is not a directory"* ]]
 	[ "$(cat "$BATS_TEST_TMPDIR/notes.txt")" = notes ]
 	run -0 forge-compile --help
-	assert_line --index 0 "usage: forge-compile IDEA [--dir DIR] [--lang LANG] [--answers FILE] [--auto-approve] [--level N] [--json]"
+	assert_line --index 0 "usage: forge-compile IDEA [--dir DIR] [--lang LANG] [--answers FILE]"
+	assert_line --index 1 "                       [--auto-approve] [--level N] [--json]"
 }
 
 @test "--dir inside a checkout: the new project is a repository of its own, not the checkout's" {
