@@ -258,12 +258,35 @@ static int fail(struct gx *x, size_t i, const char *what, int code)
 /* A node failed on a dependency (git, a full disk, TMPDIR, the provider):
  * the run ends failed, and a resume runs the node again once the cause is
  * fixed -- said on stderr, as for an interrupted node (before: "✗ failed",
- * exit 5, and no word that the run could go on).  Returns code. */
-static int said_resumable(struct gx *x, size_t i, int code)
+ * exit 5, and no word that the run could go on).  With -q the phase's own
+ * "failed: …" line is not printed, so this line says why (reason, the
+ * run's; a leading "NODE failed: " left out), as a breaker's line does
+ * (before: -q said the node failed and never why).  Returns code. */
+static int said_resumable(struct gx *x, size_t i, int code, const char *reason)
 {
-	if (code == FORGE_EXIT_DEPENDENCY)
-		fprintf(stderr, "forge: node '%s' failed; once what failed is fixed, `forge resume %s` runs it again\n",
-			x->g->nodes[i].id, x->s->trace);
+	const char *id = x->g->nodes[i].id;
+	char lead[200];
+	struct buf why = BUF_INIT;
+
+	if (code != FORGE_EXIT_DEPENDENCY)
+		return code;
+	if (x->s->o->quiet && reason && *reason) {
+		snprintf(lead, sizeof lead, "%s failed: ", x->g->nodes[i].phase ? x->g->nodes[i].phase : id);
+		if (strncmp(reason, lead, strlen(lead)) == 0 && reason[strlen(lead)])
+			reason += strlen(lead);
+		else {
+			snprintf(lead, sizeof lead, "node '%s' failed", id);
+			if (strcmp(reason, lead) == 0)
+				reason = NULL;
+		}
+		if (reason) {
+			buf_addf(&why, ": %s", reason);
+			term_clean_line(why.buf, why.len);
+		}
+	}
+	fprintf(stderr, "forge: node '%s' failed%s; once what failed is fixed, `forge resume %s` runs it again\n", id,
+		why.len ? why.buf : "", x->s->trace);
+	buf_release(&why);
 	return code;
 }
 
@@ -543,7 +566,7 @@ static int decide_phase(struct gx *x, size_t i, const char *outcome)
 		break;
 	case PL_ACT_FAILED:
 		if (!retry(x, i, GRAPH_RETRY_FAILED, outcome))
-			code = said_resumable(x, i, sup_end_run(x->s, "failed", d.reason, FORGE_EXIT_DEPENDENCY));
+			code = said_resumable(x, i, sup_end_run(x->s, "failed", d.reason, FORGE_EXIT_DEPENDENCY), d.reason);
 		break;
 	}
 	jv_free(d.bounce);
@@ -567,7 +590,7 @@ static int decide_program(struct gx *x, size_t i, const char *outcome)
 		return fail(x, i, "tripped a breaker", FORGE_EXIT_TRIPPED);
 	if (strcmp(outcome, "rejected") != 0)
 		return retry(x, i, GRAPH_RETRY_FAILED, outcome) ? -1
-								  : said_resumable(x, i, fail(x, i, "failed", FORGE_EXIT_DEPENDENCY));
+								  : said_resumable(x, i, fail(x, i, "failed", FORGE_EXIT_DEPENDENCY), NULL);
 	return decide_rejected(x, i, outcome);
 }
 

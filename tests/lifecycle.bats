@@ -252,6 +252,20 @@ fail_implement() {
 		.state.answers == [{"phase": "implement", "question": "Call it mul or times?", "answer": "mul, as the other operations", "by": "human"}]' <<<"$output"
 }
 
+@test "ask_human's options and context reach the person: the gate, the state's question, the event (before: the question alone)" {
+	use_mock
+	script "$(jq -nc --argjson p "$PLAN" '$p + [{tool_calls: [{name: "ask_human", input: {question: "Call it mul or times?",
+		options: ["mul", "times"], context: "add and sub are short names"}}]}]')"
+	run -4 --separate-stderr forge run "add a mul operation" </dev/null
+	T=$(last_trace)
+	q="Call it mul or times? (options: mul | times) (context: add and sub are short names)"
+	[[ "$stderr" == *"forge: gate escalation_implement is waiting for a human: implement needs a human: the agent asks: $q"* ]]
+	[ "$(forge status --json "$T" | jq -r .state.question.text)" = "$q" ]
+	[ "$(forge gate list --json | jq -r 'select(.gate == "escalation_implement") | .prompt')" = "implement needs a human: the agent asks: $q" ]
+	run -0 events_of "$T" agent.escalated
+	assert_output '{"question":"Call it mul or times?","options":["mul","times"],"context":"add and sub are short names"}'
+}
+
 @test "the model's question is shown on one line without its escape sequences: forge status's gate, forge show's timeline" {
 	use_mock
 	script "$(jq -nc --argjson p "$PLAN" '$p + [{tool_calls: [{name: "ask_human",

@@ -353,6 +353,26 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	[[ $stderr == *"request.messages[0].content"* ]]
 }
 
+@test "--cassette on the command line replays although FORGE_PROVIDER names a real provider; in one layer the provider named wins" {
+	printf '%s\n' '{"response":{"text":"replayed"}}' >"$BATS_TEST_TMPDIR/c.jsonl"
+	mock_steps '[{"text":"from the provider","times":"always"}]'
+	# (before: the provider in the environment was asked, the cassette
+	# unused without a word - a real model's cost where a replay was meant)
+	run --separate-stderr env FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" \
+		forge-llm --cassette "$BATS_TEST_TMPDIR/c.jsonl" hello
+	assert_success
+	assert_output "replayed"
+	[ "$(requests | jq length)" = 0 ]
+	run -0 env FORGE_PROVIDER=anthropic forge-config --cassette "$BATS_TEST_TMPDIR/c.jsonl" --explain --json
+	[ "$(jq -c '.[] | select(.path == "llm.provider") | [.value, .layer, .source]' <<<"$output")" = \
+		'["replay","resolved","a cassette is set (llm.cassette (flags: command line)) above llm.provider"]' ]
+	# both in the environment: the provider named is asked
+	run --separate-stderr env FORGE_PROVIDER=anthropic FORGE_BASE_URL="$MOCK_URL" \
+		FORGE_CASSETTE="$BATS_TEST_TMPDIR/c.jsonl" forge-llm hello
+	assert_success
+	assert_output "from the provider"
+}
+
 @test "usage: no prompt is exit 2; an unknown model price warns once and cost is null" {
 	run --separate-stderr forge-llm --provider anthropic --base-url "$MOCK_URL" </dev/null
 	assert_failure 2

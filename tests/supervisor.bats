@@ -566,6 +566,23 @@ branch_log() {
 	[ "$(forge status --json "$T" | jq -r .run.status)" = completed ]
 }
 
+@test "-q: a phase that failed on its provider is said on one line with its reason, as a breaker's stop is" {
+	# (before: "forge: node 'plan' failed; once what failed is fixed, ..."
+	# and never why: -q silences the phase's own "failed: ..." line)
+	echo '{"phase":"plan","error":{"kind":"auth","message":"the key was refused"}}' >"$BATS_TEST_TMPDIR/c.jsonl"
+	export FORGE_PROVIDER=replay FORGE_CASSETTE="$BATS_TEST_TMPDIR/c.jsonl"
+	run -5 --separate-stderr forge run -q "add a mul operation" </dev/null
+	T=$(last_trace)
+	[ -z "$output" ]
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ $stderr == "forge: node 'plan' failed: "*"the key was refused"*"; once what failed is fixed, \`forge resume $T\` runs it again" ]]
+	[[ $stderr != *"plan failed: "* ]]
+	# without -q the phase's own line says it, and this line as before
+	run -5 --separate-stderr forge run "add a mul operation" </dev/null
+	[[ $stderr == *"the key was refused"* ]]
+	[[ $stderr == *$'\n'"forge: node 'plan' failed; once what failed is fixed, \`forge resume $(last_trace)\` runs it again"* ]]
+}
+
 @test "a resume given another --config still deploys as the run was started, and says so; a rolled-back deploy resumed says what happened and what to do" {
 	replay run-clean.jsonl
 	echo '{"deploy":{"environment":"production","strategy":"command"},"tools":{"deploy_command":"exit 3","rollback_command":"true"}}' \

@@ -250,6 +250,24 @@ mock() {
 		"[1,0,[[\"tests::p\",\"real\"]],\"./cargo test -- --exact 'tests::p'\"]"
 }
 
+@test "a Cargo project: the detected command runs every test target, a failing unit test does not hide the integration tests" {
+	command -v cargo >/dev/null || skip "cargo is not installed"
+	make_repo "$REPO"
+	mkdir -p "$REPO/src" "$REPO/tests"
+	printf '[package]\nname = "calc"\nversion = "0.1.0"\nedition = "2021"\n' >"$REPO/Cargo.toml"
+	printf 'pub fn add(a: i64, b: i64) -> i64 { a + b }\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() { assert_eq!(super::add(2, 2), 5); }\n}\n' \
+		>"$REPO/src/lib.rs"
+	printf '#[test]\nfn integ() { assert_eq!(calc::add(1, 1), 2); }\n#[test]\nfn integ_bad() { assert_eq!(calc::add(1, 1), 3); }\n' \
+		>"$REPO/tests/it.rs"
+	printf 'target/\nCargo.lock\n' >"$REPO/.gitignore"
+	git -C "$REPO" add -A && git -C "$REPO" commit -qm crate
+	# (before: `cargo test` stopped after the unit tests' target failed:
+	# 1 test, 1 failed, tests/it.rs never ran)
+	run -1 --separate-stderr bash -c "cd '$REPO' && ft --no-input </dev/null"
+	assert_equal "$(tests_of '[.command, .summary.total, .summary.passed, .summary.failed, [.failures[] | [.test, .file]]]')" \
+		'["cargo test --no-fail-fast",3,1,2,[["tests::adds","src/lib.rs"],["integ_bad","tests/it.rs"]]]'
+}
+
 @test "only a flaky failure: exit 0, the flaky test reported" {
 	cp -r "$FORGE_ROOT/tests/fixtures/repos/flaky" "$REPO"
 	git -C "$REPO" init -q -b main && git -C "$REPO" add -A && git -C "$REPO" commit -qm fixture

@@ -410,6 +410,37 @@ static int check_ask_human(struct agent *a, const struct llm_tool_call *call, st
 }
 
 /*
+ * What an ask_human call (input, borrowed; checked against its schema)
+ * asks, as one text a person reads at the gate: the question, then the
+ * answers it offers and what the agent found, when given -- "Which file?
+ * (options: a | b) (context: …)".  Before: options and context were
+ * dropped, the person saw the question alone.  Malloc'd.
+ */
+static char *asked_text(jv input)
+{
+	struct buf b = BUF_INIT;
+	const char *q = json_get_str(input, "question"), *ctx = json_get_str(input, "context");
+	jv opts = json_get(input, "options");
+
+	buf_adds(&b, q && *q ? q : "(no question)");
+	if (jv_get_kind(opts) == JV_KIND_ARRAY && jv_array_length(jv_copy(opts)) > 0) {
+		buf_adds(&b, " (options: ");
+		jv_array_foreach(opts, i, o) {
+			if (i > 0)
+				buf_adds(&b, " | ");
+			if (jv_get_kind(o) == JV_KIND_STRING)
+				buf_adds(&b, jv_string_value(o));
+			jv_free(o);
+		}
+		buf_adds(&b, ")");
+	}
+	jv_free(opts);
+	if (ctx && *ctx)
+		buf_addf(&b, " (context: %s)", ctx);
+	return buf_detach(&b, NULL);
+}
+
+/*
  * finish or ask_human, the turn's other calls run (failed: whether one of
  * them failed).  A finish after a failed call of its own turn is not taken:
  * the model has not seen that result yet.
@@ -419,13 +450,19 @@ static enum turn end_call(struct agent *a, const struct llm_tool_call *call, boo
 	char *error = NULL;
 
 	if (strcmp(call->name, "ask_human") == 0) {
-		const char *q = json_get_str(call->input, "question");
+		char *q = asked_text(call->input);
+
 		a->messages = jv_array_append(a->messages,
 			llm_msg_tool_result(call->id, "Waiting for a human.", false));
-		emit(a, "agent.escalated", json_set(jv_object(), "question", jv_string(q ? q : "")));
-		finish_with(a, AGENT_ESCALATED, NULL, "the agent asks: %s", q ? q : "(no question)");
+		jv e = json_set(jv_object(), "question", json_get(call->input, "question"));
+		if (json_has(call->input, "options"))
+			e = json_set(e, "options", json_get(call->input, "options"));
+		if (json_has(call->input, "context"))
+			e = json_set(e, "context", json_get(call->input, "context"));
+		emit(a, "agent.escalated", e);
+		finish_with(a, AGENT_ESCALATED, NULL, "the agent asks: %s", q);
 		free(a->res->question);
-		a->res->question = xstrdup(q && *q ? q : "(no question)");
+		a->res->question = q;
 		agent_reflect(a, "escalation", a->res->reason);
 		return TURN_END;
 	}

@@ -185,7 +185,9 @@ struct agent_result {
 	enum agent_outcome outcome;
 	jv result;                      /* the finish input when DONE, else jv_null() */
 	char *reason;                   /* why it escalated/tripped/failed (malloc'd) */
-	char *question;                 /* what it asked a human (ask_human; malloc'd), or NULL */
+	char *question;                 /* what it asked a human (ask_human: the question, then
+					 * "(options: a | b)" and "(context: …)" when given;
+					 * malloc'd), or NULL */
 	const char *breaker;            /* "iterations", "cost", "time", "error_rate" (static) */
 	int iterations;
 	double cost_usd;                /* phase calls, compression and reflection */

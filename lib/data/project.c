@@ -170,8 +170,11 @@ static char *detect_test(const char *root)
 	}
 	if (npm_script(root, "test"))
 		return xstrdup("npm test");
+	/* every test target, not up to the first that fails: cargo stops
+	 * there by default, and the integration tests and doc-tests after it
+	 * went uncounted and their failures unseen until a later bounce */
 	if (exists(root, "Cargo.toml"))
-		return xstrdup("cargo test");
+		return xstrdup("cargo test --no-fail-fast");
 	if (exists(root, "go.mod"))
 		return xstrdup("go test ./...");
 	if (exists(root, "pyproject.toml") || exists(root, "setup.py") || exists(root, "pytest.ini") ||

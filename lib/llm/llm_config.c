@@ -52,6 +52,8 @@ static const char *env_or_null(const char *name)
 	return v && *v ? v : NULL;
 }
 
+static bool is(const char *a, const char *b);
+
 /* The provider without a phase: a setting, else what the environment
  * offers, as llm_client_new() would pick it.  *by_key: the variable that
  * chose it when only which one is set did (NULL when a layer names it, a
@@ -64,9 +66,23 @@ static const char *global_provider(char *why, size_t size, const struct config *
 		{ "OPENAI_BASE_URL", "openai" },
 	};
 
+	int named = set_at(why, size, cfg, "llm.provider");
+	char cwhy[120];
+
 	*by_key = NULL;
-	if (set_at(why, size, cfg, "llm.provider") > 0 && str_or_null(cfg, "llm.provider"))
+	if (named > 0 && str_or_null(cfg, "llm.provider")) {
+		/* A cassette named in a layer above the provider's (--cassette
+		 * beside FORGE_PROVIDER, FORGE_CASSETTE beside a configured
+		 * provider) replays it, as the layers rank every other setting
+		 * (before: the provider below was asked, the cassette unused
+		 * without a word).  In the same layer the provider named wins. */
+		if (str_or_null(cfg, "llm.cassette") && set_at(cwhy, sizeof cwhy, cfg, "llm.cassette") > named &&
+		    !is(str_or_null(cfg, "llm.provider"), "replay")) {
+			snprintf(why, size, "a cassette is set (%s) above llm.provider", cwhy);
+			return "replay";
+		}
 		return str_or_null(cfg, "llm.provider");
+	}
 	/* The defaults name anthropic; a cassette or a key for another
 	 * provider still chooses that provider. */
 	if (str_or_null(cfg, "llm.cassette")) {

@@ -251,8 +251,21 @@ static void test_ask_human_escalates(void)
 	run_agent(&r, &cfg, llm, NULL);
 	CHECK(r.res.outcome == AGENT_ESCALATED);
 	CHECK_MSG(strstr(r.res.reason, "which license?") != NULL, "%s", r.res.reason);
+	CHECK_STR(r.res.question, "which license?");
 	CHECK_INT(count_events(&r, "agent.escalated"), 1);
 	done(&r);
+	llm_client_free(llm);
+
+	/* the answers it offers and what it found reach the person, in the
+	 * question's text (before: dropped, the question alone) */
+	struct run r2 = { .tick = 1 };
+	llm = client(CALL("ask_human", "{\"question\":\"which license?\",\"options\":[\"MIT\",\"GPL-2.0\"],"
+			  "\"context\":\"no LICENSE file\"}"), "plan");
+	run_agent(&r2, &cfg, llm, NULL);
+	CHECK(r2.res.outcome == AGENT_ESCALATED);
+	CHECK_STR(r2.res.question, "which license? (options: MIT | GPL-2.0) (context: no LICENSE file)");
+	CHECK_MSG(strstr(r2.res.reason, "(options: MIT | GPL-2.0)") != NULL, "%s", r2.res.reason);
+	done(&r2);
 	llm_client_free(llm);
 }
 

@@ -327,6 +327,50 @@ static void test_options_for_a_phase(void)
 	config_free(cfg);
 }
 
+/* A cassette named in a layer above the provider's replays it: --cassette
+ * beside FORGE_PROVIDER (before: the provider in the environment was asked,
+ * the cassette unused without a word); in the same layer the provider
+ * named wins, as the README says. */
+static void test_a_cassette_above_the_provider_replays(void)
+{
+	struct llm_choice ch;
+	struct config *cfg;
+
+	clean_env();
+	setenv("ANTHROPIC_API_KEY", "k", 1);
+	setenv("FORGE_PROVIDER", "anthropic", 1);
+	cfg = load("{\"llm\":{\"cassette\":\"/x.jsonl\"}}");
+	llm_choose(&ch, cfg, NULL);
+	CHECK_STR(ch.provider, "replay");
+	CHECK_MSG(strstr(ch.provider_why, "llm.cassette (flags") != NULL, "%s", ch.provider_why);
+	CHECK_STR(ch.cassette, "/x.jsonl");
+	config_free(cfg);
+	/* a phase's own provider stands (llm.phases.PHASE.provider is the
+	 * phase's word whatever the layers, as for the other settings) */
+	cfg = load_user("{\"llm\":{\"phases\":{\"review\":{\"provider\":\"openai\"}}}}",
+			"{\"llm\":{\"cassette\":\"/x.jsonl\"}}");
+	llm_choose(&ch, cfg, "review");
+	CHECK_STR(ch.provider, "openai");
+	config_free(cfg);
+	unsetenv("XDG_CONFIG_HOME");
+	/* the same layer: the provider named wins */
+	cfg = load("{\"llm\":{\"cassette\":\"/x.jsonl\",\"provider\":\"anthropic\"}}");
+	llm_choose(&ch, cfg, NULL);
+	CHECK_STR(ch.provider, "anthropic");
+	config_free(cfg);
+	setenv("FORGE_CASSETTE", "/y.jsonl", 1);
+	cfg = load(NULL);
+	llm_choose(&ch, cfg, NULL);
+	CHECK_STR(ch.provider, "anthropic");
+	config_free(cfg);
+	/* a provider named above the cassette wins */
+	cfg = load("{\"llm\":{\"provider\":\"openai\"}}");
+	llm_choose(&ch, cfg, NULL);
+	CHECK_STR(ch.provider, "openai");
+	config_free(cfg);
+	clean_env();
+}
+
 int main(void)
 {
 	RUN(test_defaults_need_a_key);
@@ -336,6 +380,7 @@ int main(void)
 	RUN(test_per_phase_overrides);
 	RUN(test_a_base_url_needs_a_named_provider);
 	RUN(test_options_for_a_phase);
+	RUN(test_a_cassette_above_the_provider_replays);
 	remove_user_dir();
 	return unit_done();
 }
