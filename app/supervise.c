@@ -2580,13 +2580,23 @@ static int recover_worktree(struct sup *s, int64_t leased_ms)
 	if (commit && json_get_str(task, "worktree") && g &&
 	    forge_git_worktree_open(&wt, g, s->trace, json_get_str(task, "base_ref")) == 0) {
 		char *head = NULL;
-		jv status = jv_null();
+		jv status = jv_null(), cleaned;
 
 		forge_git_worktree_head(&head, wt);
+		/* what a command Forge ran there (forge-test's tests,
+		 * forge-implement's validation) left when the phase died
+		 * before it cleaned up is no work to keep (before: kept on a
+		 * saved ref as the run's, a test report among the model's
+		 * files) */
+		int cr = forge_git_command_recover(&cleaned, forge_git_worktree_path(wt));
+
+		if (jv_array_length(jv_copy(cleaned)) > 0)
+			sup_emit(s, "worktree.cleaned", json_set(jv_object(), "removed", jv_copy(cleaned)));
+		jv_free(cleaned);
 		/* (a status that cannot be read is not a clean worktree, and a
 		 * save that failed is not one to go on from: before, the phase
 		 * ran again on whatever was there and committed it) */
-		if (forge_git_status(&status, wt) < 0) {
+		if (cr < 0 || forge_git_status(&status, wt) < 0) {
 			code = recover_failed(s, g, leased_ms);
 		} else if (jv_array_length(jv_copy(status)) > 0 || (head && strcmp(head, commit) != 0)) {
 			int r = forge_git_save_and_reset(&saved, wt, commit);

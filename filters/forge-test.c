@@ -945,11 +945,33 @@ static void clean_run(struct phase *ph, struct tst *t)
 
 	if (jv_get_kind(t->untracked) != JV_KIND_OBJECT)
 		return;
-	if (forge_git_clean_new(&removed, t->dir, t->untracked) < 0)
+	if (forge_git_command_after(&removed, t->dir, t->untracked) < 0)
 		phase_say(ph, "warning: what the tests left in the worktree was not removed: %s", forge_last_error());
 	t->untracked = jv_null();
 	if (jv_array_length(jv_copy(removed)) > 0)
 		phase_emit(ph, "test.cleaned", json_set(jv_object(), "removed", removed));
+	else
+		jv_free(removed);
+}
+
+/*
+ * What a command Forge ran in the run's worktree left there when the
+ * process that ran it died before it cleaned up (a forge-test or
+ * forge-implement killed, interrupted, its supervisor gone: the note of
+ * forge_git_command_before() is still there) is removed before the tests
+ * run again: it would otherwise count as there before them, and be taken
+ * for the model's work by the next forge-implement.  forge resume does
+ * this already; this is for a state run again by hand.
+ */
+static void recover_run(struct phase *ph, struct tst *t)
+{
+	jv removed;
+
+	if (forge_git_command_recover(&removed, t->dir) < 0)
+		phase_say(ph, "warning: what a stopped command left in the worktree was not removed: %s",
+			  forge_last_error());
+	if (jv_array_length(jv_copy(removed)) > 0)
+		phase_emit(ph, "worktree.cleaned", json_set(jv_object(), "removed", removed));
 	else
 		jv_free(removed);
 }
@@ -1011,9 +1033,14 @@ static const char *run_phase(struct phase *ph)
 		phase_reason(ph, "%s", forge_last_error());
 		return "failed";
 	}
+	if (t->in_run)
+		recover_run(ph, t);
 	jv before = testrun_junit_snapshot(t->dir, config_get_str(ph->cfg, "tools.test_report"));
-	if (t->in_run && forge_git_untracked(&t->untracked, t->dir) < 0)
-		t->untracked = jv_null();       /* (nothing is cleaned then) */
+	/* (not listed: nothing is cleaned then; not noted: only a cleanup
+	 * this process does not live to do is lost) */
+	if (t->in_run && forge_git_command_before(&t->untracked, t->dir) < 0 &&
+	    jv_get_kind(t->untracked) == JV_KIND_OBJECT)
+		phase_say(ph, "warning: %s", forge_last_error());
 	if (run(ph, &res, t->command, t->dir, t->timeout_ms) < 0) {
 		phase_reason(ph, "cannot run the test command: %s", forge_last_error());
 		proc_result_release(&res);

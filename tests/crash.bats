@@ -201,6 +201,80 @@ resume_and_check() {
 	forge events replay "$T" | jq -s -e '[.[] | select(.type == "worktree.locks_removed") | .payload.count] == [2]'
 }
 
+# held_test_command: a test command (for .forge/config.json) that writes a
+# report and a cache, untracked, then waits for $REPO/.git/go (the sandbox
+# lets a command read the main repository's .git); held_config VALIDATE:
+# .forge/config.json with it, implement.validate VALIDATE.
+held_test_command() {
+	printf '%s' "echo '<testsuite tests=\"1\"><testcase name=\"t\"/></testsuite>' >test-results.xml && mkdir -p .tcache && touch .tcache/c && while [ ! -e '$REPO/.git/go' ]; do sleep 0.05; done && make check"
+}
+held_config() {
+	mkdir -p .forge
+	jq -nc --arg c "$(held_test_command)" --argjson v "$1" '{tools: {test_command: $c}, implement: {validate: $v}}' \
+		>.forge/config.json
+}
+
+# no_saved_refs: the run $T has no refs/forge/T/saved/N.
+no_saved_refs() {
+	run -0 git -C "$REPO" for-each-ref --format='%(refname)' "refs/forge/$T/saved/"
+	assert_output ""
+}
+
+@test "kill -9 the run while forge-test's command runs: what the command left is removed on resume, not kept as the run's saved work" {
+	new_repo tc
+	held_config false
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i')"
+	start_run
+	until_true eval 'ls "$REPO"/.forge/worktrees/*/test-results.xml >/dev/null 2>&1'
+	kill -9 -- "-$SUP"
+	wait "$SUP" || true
+	T=$(trace_of_run)
+	finished implement
+	touch "$REPO/.git/go"
+	run -0 --separate-stderr forge resume "$T" </dev/null
+	# (before: "the run's worktree had changes its last checkpoint does not
+	# have: kept on refs/forge/T/saved/1", a saved ref of the test's report)
+	refute_output --partial "saved"
+	[[ $stderr != *"kept on refs/forge"* ]]
+	[ "$(forge status --json "$T" | jq -r .run.status)" = completed ]
+	no_saved_refs
+	run -0 forge events replay "$T"
+	jq -e -s '[.[] | select(.type == "worktree.cleaned") | .payload.removed] ==
+	  [[".tcache/c", "test-results.xml"]]' <<<"$output"
+	jq -e -s '[.[] | select(.type == "worktree.recovered" and .payload.saved_ref != null)] == []' <<<"$output"
+	run -0 git -C "$REPO" ls-tree -r --name-only "forge/$T"
+	refute_line test-results.xml
+	refute_line --partial .tcache
+}
+
+@test "kill -9 the run while implement's validation runs: the model's edits are kept on a saved ref, what validation left is not" {
+	new_repo vc
+	held_config true
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i')"
+	start_run
+	until_true eval 'ls "$REPO"/.forge/worktrees/*/test-results.xml >/dev/null 2>&1'
+	kill -9 -- "-$SUP"
+	wait "$SUP" || true
+	T=$(trace_of_run)
+	! finished implement || false
+	touch "$REPO/.git/go"
+	script "$IMPL"
+	run -0 --separate-stderr forge resume "$T" </dev/null
+	[ "$(forge status --json "$T" | jq -r .run.status)" = completed ]
+	# the model's uncommitted edits: kept; the command's files: removed
+	run -0 git -C "$REPO" for-each-ref --format='%(refname)' "refs/forge/$T/saved/"
+	assert_output "refs/forge/$T/saved/1"
+	run -0 git -C "$REPO" diff --name-only "$BASE" "refs/forge/$T/saved/1"
+	assert_output "calc.c
+tests/check.sh"
+	run -0 forge events replay "$T"
+	jq -e -s '[.[] | select(.type == "worktree.cleaned") | .payload.removed] ==
+	  [[".tcache/c", "test-results.xml"]]' <<<"$output"
+	run -0 git -C "$REPO" ls-tree -r --name-only "forge/$T"
+	refute_line test-results.xml
+	refute_line --partial .tcache
+}
+
 @test "a run killed and resumed after its time limit: the time it lay dead is not running time" {
 	[ "${FORGE_TEST_BACKEND:-sqlite}" = sqlite ] || skip "the test moves SQLite's event log back in time"
 	new_repo dead

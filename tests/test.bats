@@ -726,6 +726,23 @@ exit 1'
 	refute_output --partial test.cleaned
 }
 
+@test "what a killed forge-test's tests left in a run's worktree (its note is still there) is removed when the tests run again" {
+	bats_repo '@test "ok" { true; }'
+	WT="$BATS_TEST_TMPDIR/wt"
+	git -C "$REPO" worktree add -q "$WT" -b forge/t2
+	echo mine >"$WT/mine.txt"
+	# a forge-test killed in its command: the untracked files noted before
+	# it, a report it made after
+	printf '{"mine.txt":true}' >"$REPO/.git/worktrees/wt/forge-command-untracked.json"
+	echo '<testsuite/>' >"$WT/test-results.xml"
+	state=$(jq -nc --arg wt "$WT" '{kind: "state", v: 1, trace_id: "t2", phase: "review", status: "ok",
+		task: {description: "x", worktree: $wt}}')
+	run -0 --separate-stderr bash -c "cd '$REPO' && ft --force <<<'$state'"
+	assert_equal "$(events_of 'select(.type == "worktree.cleaned") | .payload.removed')" '["test-results.xml"]'
+	[ ! -e "$WT/test-results.xml" ] && [ "$(cat "$WT/mine.txt")" = mine ]
+	[ ! -e "$REPO/.git/worktrees/wt/forge-command-untracked.json" ]
+}
+
 @test "a FIFO the tests left where a failure is located is not opened: the analysis goes on without it" {
 	make_repo "$REPO"
 	curl -sS -f -X POST "$MOCK_URL/_mock/reset" >/dev/null

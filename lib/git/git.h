@@ -354,6 +354,29 @@ int forge_git_untracked(jv *out, const char *dir);
 int forge_git_clean_new(jv *removed, const char *dir, jv before);
 
 /*
+ * The same around a command in a run's worktree that a process may not
+ * live to clean up after (killed, interrupted, its supervisor gone):
+ * forge_git_command_before() also writes the untracked set to a note in
+ * the worktree's own git directory (.git/worktrees/NAME/, which commands
+ * cannot write), forge_git_command_after() cleans (forge_git_clean_new)
+ * and removes the note, and forge_git_command_recover(), called before a
+ * stopped phase's work is saved (forge_git_save_and_reset) or a phase
+ * starts again, finishes a cleanup a dead process left: it removes what
+ * appeared since the note was written -- the command's files, as nothing
+ * else writes in the worktree while a phase waits for its command -- and
+ * the note.  before: *before gets forge_git_untracked()'s set (jv_null()
+ * when it cannot be listed); -1 with a message when it cannot be listed or
+ * noted (a set listed but not noted is still cleaned after, in process).
+ * after: consumes before; -1 when the status cannot be read (the note
+ * stays) or the note cannot be removed.  recover: *removed gets the paths
+ * removed (empty when there was no note); -1 with a message when the note
+ * cannot be read or removed, or the status cannot be read.
+ */
+int forge_git_command_before(jv *before, const char *dir);
+int forge_git_command_after(jv *removed, const char *dir, jv before);
+int forge_git_command_recover(jv *removed, const char *dir);
+
+/*
  * What the worktree changed since `base` (NULL: the run's base commit):
  * the base commit's tree against the working files, staged or not, with
  * new untracked files and deletions.  *out_patch gets the unified patch as
@@ -395,9 +418,10 @@ int forge_git_redact_secrets(jv *out, struct forge_git_worktree *wt);
 /*
  * Reset the worktree to `commit` (NULL: its HEAD): a hard reset of
  * forge/TRACE plus removal of untracked files (ignored files stay).  First
- * what would be lost -- uncommitted changes, untracked files, and commits
- * of forge/TRACE after `commit` -- is kept on refs/forge/TRACE/saved/N (N
- * the next free number): a commit whose parent is the old HEAD and whose
+ * what a command cut short left is removed, not saved
+ * (forge_git_command_recover); then what would be lost -- uncommitted
+ * changes, untracked files, and commits of forge/TRACE after `commit` --
+ * is kept on refs/forge/TRACE/saved/N (N the next free number): a commit whose parent is the old HEAD and whose
  * tree is the old working files (or the old HEAD itself when the files
  * were clean).  *out gets that ref's name.  Returns FORGE_GIT_NOTHING with
  * *out NULL when the worktree is clean and already at `commit`.

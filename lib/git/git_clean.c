@@ -131,3 +131,92 @@ int forge_git_clean_new(jv *removed, const char *dir, jv before)
 	jv_free(before);
 	return 0;
 }
+
+/* The note forge_git_command_before() leaves in the worktree's own git
+ * directory (.git/worktrees/NAME/ of a linked one): a command there cannot
+ * write it (the sandbox has .git read-only), and no commit takes it. */
+#define COMMAND_NOTE "forge-command-untracked.json"
+
+/* The path of dir's note (malloc'd), or NULL with a message. */
+static char *note_path(const char *dir)
+{
+	git_repository *repo = NULL;
+	struct buf b = BUF_INIT;
+	int rc;
+
+	forge_git_init();
+	if ((rc = forge_git_repo_open(&repo, dir, GIT_REPOSITORY_OPEN_NO_SEARCH)) < 0) {
+		if (rc == -1)
+			forge_git_fail("'%s' is not a git working tree", dir);
+		return NULL;
+	}
+	buf_addf(&b, "%s%s", git_repository_path(repo), COMMAND_NOTE);   /* (it ends in '/') */
+	git_repository_free(repo);
+	return buf_detach(&b, NULL);
+}
+
+int forge_git_command_before(jv *before, const char *dir)
+{
+	char *path = NULL, *text = NULL;
+	int rc = -1;
+
+	if (forge_git_untracked(before, dir) < 0)
+		return -1;
+	if (!(path = note_path(dir)))
+		goto out;
+	text = json_dumps(jv_copy(*before), false);
+	if (buf_replace_file(path, text, strlen(text)) < 0)
+		goto out;
+	rc = 0;
+out:
+	free(text);
+	free(path);
+	return rc;
+}
+
+int forge_git_command_after(jv *removed, const char *dir, jv before)
+{
+	char *path = note_path(dir);
+	int rc = forge_git_clean_new(removed, dir, before);
+
+	/* (kept when the status could not be read: a later recovery cleans) */
+	if (rc == 0 && path && unlink(path) < 0 && errno != ENOENT)
+		rc = forge_error("cannot remove '%s': %s", path, strerror(errno));
+	free(path);
+	return rc;
+}
+
+int forge_git_command_recover(jv *removed, const char *dir)
+{
+	char *path = note_path(dir);
+	struct buf text = BUF_INIT;
+	jv before;
+	int rc = -1;
+
+	*removed = jv_array();
+	if (!path)
+		return -1;
+	if (buf_read_regular(&text, path, 64u << 20) < 0) {
+		rc = errno == ENOENT ? 0 : -1;	/* (none: no command was cut short) */
+		goto out;
+	}
+	before = json_parse(text.buf ? text.buf : "", text.len);
+	if (jv_get_kind(before) != JV_KIND_OBJECT) {
+		/* (a note cut short -- it is written whole, renamed into place --
+		 * is no list: nothing is removed, and it goes) */
+		jv_free(before);
+	} else {
+		jv_free(*removed);
+		if (forge_git_clean_new(removed, dir, before) < 0)
+			goto out;	/* (*removed: empty; the note stays) */
+	}
+	if (unlink(path) < 0 && errno != ENOENT) {
+		forge_error("cannot remove '%s': %s", path, strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	buf_release(&text);
+	free(path);
+	return rc;
+}

@@ -632,8 +632,16 @@ int forge_git_save_and_reset(char **out, struct forge_git_worktree *wt, const ch
 	git_oid tree_id, target_id, saved;
 	bool staged = false;
 	int rc = -1;
+	jv cleaned;
 
 	*out = NULL;
+	/* what a command Forge ran there left when its process died is not
+	 * work to keep (forge_git_command_recover; its callers say what) */
+	rc = forge_git_command_recover(&cleaned, wt->path);
+	jv_free(cleaned);
+	if (rc < 0)
+		goto out;
+	rc = -1;
 	if (forge_git_peel(&target_id, NULL, wt->repo, commit ? commit : "HEAD") < 0)
 		goto out;
 	if (git_commit_lookup(&target, wt->repo, &target_id) < 0) {

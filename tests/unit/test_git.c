@@ -1023,6 +1023,65 @@ static void test_worktree_tree(void)
 	forge_git_free(g);
 }
 
+/* A command's untracked set noted before it, its process dead before it
+ * cleaned up: the next recovery (or save) removes what the command made,
+ * never what was there before it, and the note. */
+static void test_command_recover(void)
+{
+	const char *repo = make_repo();
+	struct forge_git *g = NULL;
+	struct forge_git_worktree *wt = NULL;
+	jv before, removed;
+	char *s, *ref = NULL;
+	const char *w;
+
+	CHECK(repo);
+	CHECK_OK(forge_git_open(&g, repo));
+	CHECK_OK(forge_git_worktree_open(&wt, g, "Z9", NULL));
+	w = forge_git_worktree_path(wt);
+	/* nothing noted: nothing removed */
+	CHECK_OK(forge_git_command_recover(&removed, w));
+	CHECK_INT(jv_array_length(removed), 0);
+	write_file(w, "mine.txt", "mine\n");
+	CHECK_OK(forge_git_command_before(&before, w));
+	jv_free(before);
+	CHECK_STR(out("cat '%s/.git/worktrees/Z9/forge-command-untracked.json'", repo), "{\"mine.txt\":true}");
+	/* what the command made; then its process died */
+	write_file(w, "report/results.xml", "<testsuite/>\n");
+	write_file(w, "zz.cache", "c\n");
+	CHECK_OK(forge_git_command_recover(&removed, w));
+	s = json_dumps(removed, false);
+	CHECK_STR(s, "[\"report/results.xml\",\"zz.cache\"]");
+	free(s);
+	CHECK_STR(out("cat '%s/mine.txt'", w), "mine");
+	CHECK_INT(access(out("echo '%s/report'", w), F_OK), -1);
+	CHECK_INT(access(out("echo '%s/.git/worktrees/Z9/forge-command-untracked.json'", repo), F_OK), -1);
+	/* once: a file made after the recovery is no command's */
+	write_file(w, "later.txt", "l\n");
+	CHECK_OK(forge_git_command_recover(&removed, w));
+	CHECK_INT(jv_array_length(removed), 0);
+	/* after, in process: cleans and removes the note */
+	CHECK_OK(forge_git_command_before(&before, w));
+	write_file(w, "made.o", "o\n");
+	CHECK_OK(forge_git_command_after(&removed, w, before));
+	s = json_dumps(removed, false);
+	CHECK_STR(s, "[\"made.o\"]");
+	free(s);
+	CHECK_INT(access(out("echo '%s/.git/worktrees/Z9/forge-command-untracked.json'", repo), F_OK), -1);
+	/* a save of a worktree a command was cut short in leaves its files out */
+	CHECK_OK(forge_git_command_before(&before, w));
+	jv_free(before);
+	write_file(w, "test-results.xml", "<testsuite/>\n");
+	CHECK_OK(forge_git_save_and_reset(&ref, wt, NULL));
+	CHECK_STR(ref, "refs/forge/Z9/saved/1");
+	CHECK_STR(out("git -C '%s' show %s:mine.txt", repo, ref), "mine");
+	CHECK_STR(out("git -C '%s' show %s:later.txt", repo, ref), "l");
+	CHECK(sh("git -C '%s' cat-file -e %s:test-results.xml 2>/dev/null", repo, ref) != 0);
+	free(ref);
+	forge_git_worktree_free(wt);
+	forge_git_free(g);
+}
+
 static void test_save_and_reset(void)
 {
 	const char *repo = make_repo();
@@ -1935,6 +1994,7 @@ int main(void)
 	RUN(test_commit_branch_gone);
 	RUN(test_worktree_tree);
 	RUN(test_save_and_reset);
+	RUN(test_command_recover);
 	RUN(test_run_saved);
 	RUN(test_save_and_reset_symlinked_dir);
 	RUN(test_read_blob);
