@@ -2581,6 +2581,7 @@ static int recover_worktree(struct sup *s, int64_t leased_ms)
 	    forge_git_worktree_open(&wt, g, s->trace, json_get_str(task, "base_ref")) == 0) {
 		char *head = NULL;
 		jv status = jv_null(), cleaned;
+		char *kept_in = NULL;
 
 		forge_git_worktree_head(&head, wt);
 		/* what a command Forge ran there (forge-test's tests,
@@ -2588,11 +2589,18 @@ static int recover_worktree(struct sup *s, int64_t leased_ms)
 		 * before it cleaned up is no work to keep (before: kept on a
 		 * saved ref as the run's, a test report among the model's
 		 * files) */
-		int cr = forge_git_command_recover(&cleaned, forge_git_worktree_path(wt));
+		int cr = forge_git_command_recover(&cleaned, &kept_in, forge_git_worktree_path(wt));
 
 		if (jv_array_length(jv_copy(cleaned)) > 0)
-			sup_emit(s, "worktree.cleaned", json_set(jv_object(), "removed", jv_copy(cleaned)));
+			sup_emit(s, "worktree.cleaned", json_set(json_set(jv_object(), "removed", jv_copy(cleaned)),
+								 "kept_in", json_str_or_null(kept_in)));
+		/* (moved, not deleted: a file a person added there looks the same) */
+		if (!s->o->quiet && kept_in)
+			fprintf(stderr, "forge: %d file(s) a stopped test or validation command left in the run's "
+					"worktree moved to %s (not the run's work)\n",
+				jv_array_length(jv_copy(cleaned)), kept_in);
 		jv_free(cleaned);
+		free(kept_in);
 		/* (a status that cannot be read is not a clean worktree, and a
 		 * save that failed is not one to go on from: before, the phase
 		 * ran again on whatever was there and committed it) */

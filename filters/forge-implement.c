@@ -1385,15 +1385,18 @@ static int recover_worktree(struct impl *im, jv task)
 		commit = forge_git_worktree_base(im->wt);
 	/* what a validation cut short made is no work to keep (run_step) */
 	jv cleaned;
-	if (forge_git_command_recover(&cleaned, forge_git_worktree_path(im->wt)) < 0) {
+	char *kept_in = NULL;
+	if (forge_git_command_recover(&cleaned, &kept_in, forge_git_worktree_path(im->wt)) < 0) {
 		jv_free(cleaned);
 		jv_free(changes);
 		return forge_error_prefix("cannot remove what a stopped command left in the run's worktree");
 	}
 	if (jv_array_length(jv_copy(cleaned)) > 0)
-		phase_emit(im->ph, "worktree.cleaned", json_set(jv_object(), "removed", cleaned));
+		phase_emit(im->ph, "worktree.cleaned", json_set(json_set(jv_object(), "removed", cleaned),
+								"kept_in", json_str_or_null(kept_in)));
 	else
 		jv_free(cleaned);
+	free(kept_in);
 	rc = forge_git_save_and_reset(&saved, im->wt, commit);
 	if (rc < 0)
 		forge_error_prefix("cannot save the run's worktree before the phase starts again (the worktree "

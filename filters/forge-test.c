@@ -966,14 +966,17 @@ static void clean_run(struct phase *ph, struct tst *t)
 static void recover_run(struct phase *ph, struct tst *t)
 {
 	jv removed;
+	char *kept_in = NULL;
 
-	if (forge_git_command_recover(&removed, t->dir) < 0)
+	if (forge_git_command_recover(&removed, &kept_in, t->dir) < 0)
 		phase_say(ph, "warning: what a stopped command left in the worktree was not removed: %s",
 			  forge_last_error());
 	if (jv_array_length(jv_copy(removed)) > 0)
-		phase_emit(ph, "worktree.cleaned", json_set(jv_object(), "removed", removed));
+		phase_emit(ph, "worktree.cleaned", json_set(json_set(jv_object(), "removed", removed),
+							    "kept_in", json_str_or_null(kept_in)));
 	else
 		jv_free(removed);
+	free(kept_in);
 }
 
 static const char *run_phase(struct phase *ph)

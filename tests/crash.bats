@@ -241,6 +241,11 @@ no_saved_refs() {
 	run -0 forge events replay "$T"
 	jq -e -s '[.[] | select(.type == "worktree.cleaned") | .payload.removed] ==
 	  [[".tcache/c", "test-results.xml"]]' <<<"$output"
+	# moved aside, not deleted (a file a person added there looks the same)
+	kept=$(jq -r -s '.[] | select(.type == "worktree.cleaned") | .payload.kept_in' <<<"$output")
+	[[ $kept == "$REPO/.git/worktrees/"*"/forge-leftovers/"* ]]
+	[ -f "$kept/test-results.xml" ] && [ -f "$kept/.tcache/c" ]
+	[[ $stderr == *"moved to $kept (not the run's work)"* ]]
 	jq -e -s '[.[] | select(.type == "worktree.recovered" and .payload.saved_ref != null)] == []' <<<"$output"
 	run -0 git -C "$REPO" ls-tree -r --name-only "forge/$T"
 	refute_line test-results.xml

@@ -364,17 +364,23 @@ int forge_git_clean_new(jv *removed, const char *dir, jv before);
  * starts again, finishes a cleanup a dead process left: it removes what
  * appeared since the note was written -- the command's files, as nothing
  * else writes in the worktree while a phase waits for its command -- and
- * the note.  before: *before gets forge_git_untracked()'s set (jv_null()
+ * the note.  Those files are not deleted but moved, at the same paths, to
+ * a directory of this recovery's own beside the note
+ * (.git/worktrees/NAME/forge-leftovers/ULID/): a file a person added to
+ * the worktree of a dead phase looks the same, and must not be lost.
+ * before: *before gets forge_git_untracked()'s set (jv_null()
  * when it cannot be listed); -1 with a message when it cannot be listed or
  * noted (a set listed but not noted is still cleaned after, in process).
  * after: consumes before; -1 when the status cannot be read (the note
  * stays) or the note cannot be removed.  recover: *removed gets the paths
- * removed (empty when there was no note); -1 with a message when the note
- * cannot be read or removed, or the status cannot be read.
+ * taken out (empty when there was no note); *kept_in (when kept_in is not
+ * NULL) that directory's path, malloc'd, or NULL when nothing was taken
+ * out; -1 with a message when the note cannot be read or removed, the
+ * directory cannot be made, or the status cannot be read.
  */
 int forge_git_command_before(jv *before, const char *dir);
 int forge_git_command_after(jv *removed, const char *dir, jv before);
-int forge_git_command_recover(jv *removed, const char *dir);
+int forge_git_command_recover(jv *removed, char **kept_in, const char *dir);
 
 /*
  * What the worktree changed since `base` (NULL: the run's base commit):

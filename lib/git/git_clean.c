@@ -7,12 +7,14 @@
 
 #include "core/buf.h"
 #include "core/forge.h"
+#include "core/ids.h"
 #include "core/json.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int forge_git_untracked(jv *out, const char *dir)
@@ -58,13 +60,43 @@ int forge_git_untracked(jv *out, const char *dir)
 }
 
 /*
- * Remove the file rel (bytes, '/'-separated) below dir and then the
+ * The directory reldir (the first len bytes of a '/'-separated path) below
+ * the directory open at root, made as needed without following a link: an
+ * open descriptor, or -1.
+ */
+static int aside_dir(int root, const char *reldir, size_t len)
+{
+	char *path = xstrndup(reldir, len), *name = path, *slash;
+	int fd = dup(root);
+
+	while (fd >= 0 && *name) {
+		int next;
+
+		if ((slash = strchr(name, '/')))
+			*slash = '\0';
+		if (mkdirat(fd, name, 0700) < 0 && errno != EEXIST)
+			next = -1;
+		else
+			next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(fd);
+		fd = next;
+		name = slash ? slash + 1 : name + strlen(name);
+	}
+	free(path);
+	return fd;
+}
+
+/*
+ * Take the file rel (bytes, '/'-separated) out of dir and then remove the
  * directories this leaves empty, each step at a directory opened without
  * following a symbolic link: what the command left may have swapped a
- * directory for a link out of the tree.  False when rel was not removed
- * (a directory: a nested repository, which no commit takes anyway).
+ * directory for a link out of the tree.  aside < 0: the file is removed;
+ * else it is moved to rel below the directory open at aside (and stays
+ * where it was when it cannot be: another file system, say).  False when
+ * rel was not taken out (a directory: a nested repository, which no commit
+ * takes anyway).
  */
-static bool remove_left(const char *dir, const char *rel)
+static bool remove_left(const char *dir, const char *rel, int aside)
 {
 	char *path = xstrdup(rel);
 	size_t cap = 8, n = 0;
@@ -88,8 +120,21 @@ static bool remove_left(const char *dir, const char *rel)
 		n++;
 		name = slash + 1;
 	}
-	if (fds[n - 1] >= 0 && !strchr(name, '/') && *name && strcmp(name, ".") && strcmp(name, ".."))
-		gone = unlinkat(fds[n - 1], name, 0) == 0;
+	if (fds[n - 1] >= 0 && !strchr(name, '/') && *name && strcmp(name, ".") && strcmp(name, "..")) {
+		if (aside < 0) {
+			gone = unlinkat(fds[n - 1], name, 0) == 0;
+		} else {
+			struct stat st;
+			int to = -1;
+
+			/* (a directory is no file left: it stays, as unlinkat leaves it) */
+			if (fstatat(fds[n - 1], name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode))
+				to = aside_dir(aside, rel, (size_t)(name - path));
+			gone = to >= 0 && renameat(fds[n - 1], name, to, name) == 0;
+			if (to >= 0)
+				close(to);
+		}
+	}
 	/* the parents it leaves empty, deepest first (a full one stays) */
 	bool empty = gone;
 	while (n > 0) {
@@ -105,7 +150,9 @@ static bool remove_left(const char *dir, const char *rel)
 	return gone;
 }
 
-int forge_git_clean_new(jv *removed, const char *dir, jv before)
+/* forge_git_clean_new(), the files moved below the directory open at
+ * aside instead when aside >= 0 */
+static int clean_new(jv *removed, const char *dir, jv before, int aside)
 {
 	jv after;
 
@@ -121,7 +168,7 @@ int forge_git_clean_new(jv *removed, const char *dir, jv before)
 	jv_object_foreach(after, path, v) {
 		char *raw = buf_path_unquoted(jv_string_value(path));   /* (json_path()'s name) */
 
-		if (!json_has(before, jv_string_value(path)) && remove_left(dir, raw))
+		if (!json_has(before, jv_string_value(path)) && remove_left(dir, raw, aside))
 			*removed = jv_array_append(*removed, jv_copy(path));
 		free(raw);
 		jv_free(path);
@@ -132,13 +179,23 @@ int forge_git_clean_new(jv *removed, const char *dir, jv before)
 	return 0;
 }
 
+int forge_git_clean_new(jv *removed, const char *dir, jv before)
+{
+	return clean_new(removed, dir, before, -1);
+}
+
 /* The note forge_git_command_before() leaves in the worktree's own git
  * directory (.git/worktrees/NAME/ of a linked one): a command there cannot
  * write it (the sandbox has .git read-only), and no commit takes it. */
 #define COMMAND_NOTE "forge-command-untracked.json"
 
-/* The path of dir's note (malloc'd), or NULL with a message. */
-static char *note_path(const char *dir)
+/* Where dir's leftovers go: a directory of their own for each recovery,
+ * beside the note (.git/worktrees/NAME/forge-leftovers/ULID/). */
+#define COMMAND_LEFTOVERS "forge-leftovers"
+
+/* The path of name in dir's own git directory (malloc'd), or NULL with a
+ * message. */
+static char *gitdir_path(const char *dir, const char *name)
 {
 	git_repository *repo = NULL;
 	struct buf b = BUF_INIT;
@@ -150,9 +207,40 @@ static char *note_path(const char *dir)
 			forge_git_fail("'%s' is not a git working tree", dir);
 		return NULL;
 	}
-	buf_addf(&b, "%s%s", git_repository_path(repo), COMMAND_NOTE);   /* (it ends in '/') */
+	buf_addf(&b, "%s%s", git_repository_path(repo), name);   /* (it ends in '/') */
 	git_repository_free(repo);
 	return buf_detach(&b, NULL);
+}
+
+static char *note_path(const char *dir)
+{
+	return gitdir_path(dir, COMMAND_NOTE);
+}
+
+/* A new directory for one recovery's leftovers: open at *fd, its path in
+ * *path (malloc'd); -1 with a message. */
+static int leftovers_open(int *fd, char **path, const char *dir)
+{
+	char *root = gitdir_path(dir, COMMAND_LEFTOVERS);
+	char id[ULID_LEN + 1];
+	struct buf b = BUF_INIT;
+
+	*fd = -1;
+	*path = NULL;
+	if (!root)
+		return -1;
+	ulid_new(id);
+	buf_addf(&b, "%s/%s", root, id);
+	if ((mkdir(root, 0700) < 0 && errno != EEXIST) || mkdir(b.buf, 0700) < 0 ||
+	    (*fd = open(b.buf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+		forge_error("cannot make '%s' for what a stopped command left: %s", b.buf, strerror(errno));
+		buf_release(&b);
+		free(root);
+		return -1;
+	}
+	free(root);
+	*path = buf_detach(&b, NULL);
+	return 0;
 }
 
 int forge_git_command_before(jv *before, const char *dir)
@@ -186,14 +274,16 @@ int forge_git_command_after(jv *removed, const char *dir, jv before)
 	return rc;
 }
 
-int forge_git_command_recover(jv *removed, const char *dir)
+int forge_git_command_recover(jv *removed, char **kept_in, const char *dir)
 {
-	char *path = note_path(dir);
+	char *path = note_path(dir), *aside_path = NULL;
 	struct buf text = BUF_INIT;
 	jv before;
-	int rc = -1;
+	int rc = -1, aside = -1;
 
 	*removed = jv_array();
+	if (kept_in)
+		*kept_in = NULL;
 	if (!path)
 		return -1;
 	if (buf_read_regular(&text, path, 64u << 20) < 0) {
@@ -206,9 +296,18 @@ int forge_git_command_recover(jv *removed, const char *dir)
 		 * is no list: nothing is removed, and it goes) */
 		jv_free(before);
 	} else {
+		if (leftovers_open(&aside, &aside_path, dir) < 0) {
+			jv_free(before);
+			goto out;	/* (nothing removed; the note stays) */
+		}
 		jv_free(*removed);
-		if (forge_git_clean_new(removed, dir, before) < 0)
+		if (clean_new(removed, dir, before, aside) < 0)
 			goto out;	/* (*removed: empty; the note stays) */
+		if (jv_array_length(jv_copy(*removed)) == 0) {
+			rmdir(aside_path);	/* (nothing was left: no empty directory) */
+			free(aside_path);
+			aside_path = NULL;
+		}
 	}
 	if (unlink(path) < 0 && errno != ENOENT) {
 		forge_error("cannot remove '%s': %s", path, strerror(errno));
@@ -216,6 +315,12 @@ int forge_git_command_recover(jv *removed, const char *dir)
 	}
 	rc = 0;
 out:
+	if (aside >= 0)
+		close(aside);
+	if (rc == 0 && kept_in)
+		*kept_in = aside_path;
+	else
+		free(aside_path);
 	buf_release(&text);
 	free(path);
 	return rc;

@@ -637,7 +637,7 @@ int forge_git_save_and_reset(char **out, struct forge_git_worktree *wt, const ch
 	*out = NULL;
 	/* what a command Forge ran there left when its process died is not
 	 * work to keep (forge_git_command_recover; its callers say what) */
-	rc = forge_git_command_recover(&cleaned, wt->path);
+	rc = forge_git_command_recover(&cleaned, NULL, wt->path);
 	jv_free(cleaned);
 	if (rc < 0)
 		goto out;

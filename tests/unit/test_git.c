@@ -1032,7 +1032,7 @@ static void test_command_recover(void)
 	struct forge_git *g = NULL;
 	struct forge_git_worktree *wt = NULL;
 	jv before, removed;
-	char *s, *ref = NULL;
+	char *s, *ref = NULL, *kept = NULL;
 	const char *w;
 
 	CHECK(repo);
@@ -1040,8 +1040,9 @@ static void test_command_recover(void)
 	CHECK_OK(forge_git_worktree_open(&wt, g, "Z9", NULL));
 	w = forge_git_worktree_path(wt);
 	/* nothing noted: nothing removed */
-	CHECK_OK(forge_git_command_recover(&removed, w));
+	CHECK_OK(forge_git_command_recover(&removed, &kept, w));
 	CHECK_INT(jv_array_length(removed), 0);
+	CHECK(kept == NULL);
 	write_file(w, "mine.txt", "mine\n");
 	CHECK_OK(forge_git_command_before(&before, w));
 	jv_free(before);
@@ -1049,17 +1050,24 @@ static void test_command_recover(void)
 	/* what the command made; then its process died */
 	write_file(w, "report/results.xml", "<testsuite/>\n");
 	write_file(w, "zz.cache", "c\n");
-	CHECK_OK(forge_git_command_recover(&removed, w));
+	CHECK_OK(forge_git_command_recover(&removed, &kept, w));
 	s = json_dumps(removed, false);
 	CHECK_STR(s, "[\"report/results.xml\",\"zz.cache\"]");
 	free(s);
 	CHECK_STR(out("cat '%s/mine.txt'", w), "mine");
 	CHECK_INT(access(out("echo '%s/report'", w), F_OK), -1);
+	/* moved aside, not deleted: a person's file there looks the same */
+	CHECK(kept && strstr(kept, "/.git/worktrees/Z9/forge-leftovers/"));
+	CHECK_STR(out("cat '%s/report/results.xml'", kept), "<testsuite/>");
+	CHECK_STR(out("cat '%s/zz.cache'", kept), "c");
+	free(kept);
+	kept = NULL;
 	CHECK_INT(access(out("echo '%s/.git/worktrees/Z9/forge-command-untracked.json'", repo), F_OK), -1);
 	/* once: a file made after the recovery is no command's */
 	write_file(w, "later.txt", "l\n");
-	CHECK_OK(forge_git_command_recover(&removed, w));
+	CHECK_OK(forge_git_command_recover(&removed, &kept, w));
 	CHECK_INT(jv_array_length(removed), 0);
+	CHECK(kept == NULL);
 	/* after, in process: cleans and removes the note */
 	CHECK_OK(forge_git_command_before(&before, w));
 	write_file(w, "made.o", "o\n");
