@@ -1241,10 +1241,13 @@ static const char *run(struct phase *ph)
 	if (review_prepare(&ctx) < 0)
 		phase_emit(ph, "review.prepare_failed", json_set(jv_object(), "error", jv_string(forge_last_error())));
 	/* Files to lint and scan, and not one could be read (a hand-made
-	 * state's files not here, a run's worktree gone, a piped diff of
-	 * another tree): the static and security layers saw nothing, so
-	 * their silence approves nothing (below). */
-	bool none_read = jv_array_length(jv_copy(a->skipped)) > 0 &&
+	 * state's files not here, a run's worktree gone): the static and
+	 * security layers saw nothing, so their silence approves nothing
+	 * (below).  A diff piped in by hand is the person's own quick look --
+	 * `git diff | forge-review`, outside a repository too -- where the
+	 * files are read when they are here and each one that is not is said
+	 * on stderr: that stays a review of the diff's text. */
+	bool none_read = strcmp(source, "stdin") != 0 && jv_array_length(jv_copy(a->skipped)) > 0 &&
 			 jv_get_kind(ctx.checked) == JV_KIND_ARRAY && jv_array_length(jv_copy(ctx.checked)) == 0;
 	cut_findings = concat(cut_findings, skipped_files(&unreviewed, a->skipped));
 	a->skipped = jv_null();
