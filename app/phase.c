@@ -293,6 +293,46 @@ void phase_say(struct phase *ph, const char *fmt, ...)
 	va_end(ap);
 }
 
+int phase_command_recover(struct phase *ph, const char *dir)
+{
+	jv removed;
+	char *kept_in = NULL;
+	int rc = forge_git_command_recover(&removed, &kept_in, dir);
+
+	if (jv_array_length(jv_copy(removed)) > 0)
+		phase_emit(ph, "worktree.cleaned", json_set(json_set(jv_object(), "removed", removed),
+							    "kept_in", json_str_or_null(kept_in)));
+	else
+		jv_free(removed);
+	free(kept_in);
+	return rc;
+}
+
+jv phase_command_before(struct phase *ph, const char *dir)
+{
+	jv before;
+
+	/* (not listed: nothing is removed then; not noted: only a cleanup
+	 * this process does not live to do is lost) */
+	if (forge_git_command_before(&before, dir) < 0 && jv_get_kind(before) == JV_KIND_OBJECT)
+		phase_say(ph, "warning: %s", forge_last_error());
+	return before;
+}
+
+jv phase_command_after(struct phase *ph, const char *dir, jv before, const char *what)
+{
+	jv removed;
+
+	if (jv_get_kind(before) != JV_KIND_OBJECT) {
+		jv_free(before);
+		return jv_array();
+	}
+	if (forge_git_command_after(&removed, dir, before) < 0)
+		phase_say(ph, "warning: what %s left in the worktree was not removed: %s", what,
+			  forge_last_error());
+	return removed;
+}
+
 /* The line is cleaned as a whole (term_clean_line): what it quotes -- a
  * sub-agent's task, a tool's name -- is the model's text, and an escape
  * sequence in it would be played by the terminal. */

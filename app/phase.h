@@ -338,6 +338,27 @@ size_t phase_context_window(struct phase *ph, struct llm_client *llm);
  * (a phase run by hand on a checkout).  malloc'd, or NULL when neither. */
 char *phase_workdir(struct phase *ph);
 
+/*
+ * A command Forge runs in a run's worktree dir -- forge-test's tests,
+ * implement's validation, forge-review's lint command, forge-deploy's
+ * commands -- leaves there no untracked file that a commit, a saved ref or
+ * a diff would take for the run's work (git.h: forge_git_command_before,
+ * _after, _recover; one mechanism for all of them).
+ * phase_command_recover(): what such a command left when the process that
+ * ran it died (its note is still there) is moved to the worktree's
+ * forge-leftovers/ULID/, with a worktree.cleaned event {removed, kept_in};
+ * -1 with a message when it could not be (the caller says it).
+ * phase_command_before(): the untracked files now, noted (a warning when
+ * they could not be noted); jv_null() when they cannot be listed (nothing
+ * is removed after then).  phase_command_after(): consumes before; the
+ * files that appeared since are removed, and their paths returned (an
+ * array, empty when none); "warning: what WHAT left in the worktree was
+ * not removed" when they could not be.
+ */
+int phase_command_recover(struct phase *ph, const char *dir);
+jv phase_command_before(struct phase *ph, const char *dir);
+jv phase_command_after(struct phase *ph, const char *dir, jv before, const char *what);
+
 /* Emit an event from the phase.  Consumes payload. */
 void phase_emit(struct phase *ph, const char *type, jv payload);
 

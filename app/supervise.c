@@ -2585,7 +2585,8 @@ static int recover_worktree(struct sup *s, int64_t leased_ms)
 
 		forge_git_worktree_head(&head, wt);
 		/* what a command Forge ran there (forge-test's tests,
-		 * forge-implement's validation) left when the phase died
+		 * forge-implement's validation, forge-review's lint command,
+		 * forge-deploy's commands: app/phase.h) left when the phase died
 		 * before it cleaned up is no work to keep (before: kept on a
 		 * saved ref as the run's, a test report among the model's
 		 * files) */
@@ -2596,8 +2597,8 @@ static int recover_worktree(struct sup *s, int64_t leased_ms)
 								 "kept_in", json_str_or_null(kept_in)));
 		/* (moved, not deleted: a file a person added there looks the same) */
 		if (!s->o->quiet && kept_in)
-			fprintf(stderr, "forge: %d file(s) a stopped test or validation command left in the run's "
-					"worktree moved to %s (not the run's work)\n",
+			fprintf(stderr, "forge: %d file(s) a stopped command left in the run's worktree (tests, "
+					"validation, a lint or deploy command) moved to %s (not the run's work)\n",
 				jv_array_length(jv_copy(cleaned)), kept_in);
 		jv_free(cleaned);
 		free(kept_in);

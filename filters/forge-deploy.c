@@ -430,6 +430,39 @@ static bool is_dir(const char *path)
 }
 
 /*
+ * deploy_run(); with the command strategy in the run's worktree (the
+ * state's task.worktree, not a checkout of the person's), what the build,
+ * deploy and rollback commands leave there untracked -- a build output,
+ * __pycache__/ -- is taken out after the last of them (a deploy.cleaned
+ * event {removed}), as after forge-test's tests (app/phase.h,
+ * phase_command_before): the deploy does not change the run's branch, and
+ * a resume does not keep the files as the run's work.  One note for all
+ * of them: the deploy commands use what the build made.  What such a
+ * command left when the process that ran it died is moved out first
+ * (worktree.cleaned).
+ */
+static const char *deploy_commands(jv *d, struct phase *ph, enum deploy_strategy strategy,
+				   struct deploy_ctx *ctx, bool in_run)
+{
+	jv before = jv_null(), removed;
+	const char *status;
+
+	if (in_run && strategy == DEPLOY_COMMAND) {
+		if (phase_command_recover(ph, ctx->workdir) < 0)
+			phase_say(ph, "warning: what a stopped command left in the worktree was not removed: %s",
+				  forge_last_error());
+		before = phase_command_before(ph, ctx->workdir);
+	}
+	status = deploy_run(d, strategy, ctx);
+	removed = phase_command_after(ph, ctx->workdir, before, "the deploy commands");
+	if (jv_array_length(jv_copy(removed)) > 0)
+		phase_emit(ph, "deploy.cleaned", json_set(jv_object(), "removed", removed));
+	else
+		jv_free(removed);
+	return status;
+}
+
+/*
  * A rolled-back (or degraded) deploy is production feedback too (the
  * production loop): remembered like a reported production error, against
  * this run, so the next run on the same code recalls why this one was
@@ -536,7 +569,8 @@ static const char *run(struct phase *ph)
 	ctx.base_commit = json_get_str(changes, "base_commit");
 	ctx.commit = jv_get_kind(ph->in.state) == JV_KIND_OBJECT ? json_get_str(changes, "commit") : NULL;
 	ctx.trace_id = json_get_str(ph->state, "trace_id");
-	ctx.workdir = is_dir(json_get_str(task, "worktree")) ? json_get_str(task, "worktree") : ctx.repo;
+	bool in_run = is_dir(json_get_str(task, "worktree"));
+	ctx.workdir = in_run ? json_get_str(task, "worktree") : ctx.repo;
 	ctx.remote = a->remote ? a->remote : config_get_str(ph->cfg, "deploy.remote");
 
 	/* A run that made no change (changes.empty, engine/pipeline.h) has nothing
@@ -612,7 +646,7 @@ static const char *run(struct phase *ph)
 	phase_emit(ph, "deploy.started", plan);
 	phase_progress(ph, "%s deploy of %s to %s", sname, ctx.branch ? ctx.branch : "?", ctx.environment);
 
-	status = deploy_run(&d, strategy, &ctx);
+	status = deploy_commands(&d, ph, strategy, &ctx, in_run);
 	d = json_set(d, "risk", jv_string(risk));
 	phase_reason(ph, "%s", ctx.reason);
 	record_deploy(ph, &ctx, sname, status, d);

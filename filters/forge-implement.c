@@ -784,13 +784,7 @@ static int run_step(jv *out_step, struct impl *im, const char *name, const char 
 	};
 	jv step = json_set(json_set(jv_object(), "name", jv_string(name)), "command", jv_string(command));
 	int status;
-	jv before, removed;
-
-	/* (not listed: nothing is removed then; not noted: only a cleanup
-	 * this process does not live to do is lost) */
-	if (forge_git_command_before(&before, forge_git_worktree_path(im->wt)) < 0 &&
-	    jv_get_kind(before) == JV_KIND_OBJECT)
-		phase_say(im->ph, "warning: %s", forge_last_error());
+	jv before = phase_command_before(im->ph, forge_git_worktree_path(im->wt)), removed;
 
 	phase_progress(im->ph, "validating: %s", command);
 	if (sandbox_run(&r, NULL, im->policy, &cmd) < 0) {
@@ -805,7 +799,7 @@ static int run_step(jv *out_step, struct impl *im, const char *name, const char 
 		step = json_set(step, "output", tail_text(r.out.buf, r.out.len, OUTPUT_MAX));
 	}
 	proc_result_release(&r);
-	forge_git_command_after(&removed, forge_git_worktree_path(im->wt), before);
+	removed = phase_command_after(im->ph, forge_git_worktree_path(im->wt), before, "a validation command");
 	if (jv_array_length(jv_copy(removed)) > 0) {
 		phase_emit(im->ph, "validation.cleaned", json_set(json_set(jv_object(), "command",
 			   jv_string(command)), "removed", jv_copy(removed)));
@@ -1384,19 +1378,10 @@ static int recover_worktree(struct impl *im, jv task)
 	if (!commit)
 		commit = forge_git_worktree_base(im->wt);
 	/* what a validation cut short made is no work to keep (run_step) */
-	jv cleaned;
-	char *kept_in = NULL;
-	if (forge_git_command_recover(&cleaned, &kept_in, forge_git_worktree_path(im->wt)) < 0) {
-		jv_free(cleaned);
+	if (phase_command_recover(im->ph, forge_git_worktree_path(im->wt)) < 0) {
 		jv_free(changes);
 		return forge_error_prefix("cannot remove what a stopped command left in the run's worktree");
 	}
-	if (jv_array_length(jv_copy(cleaned)) > 0)
-		phase_emit(im->ph, "worktree.cleaned", json_set(json_set(jv_object(), "removed", cleaned),
-								"kept_in", json_str_or_null(kept_in)));
-	else
-		jv_free(cleaned);
-	free(kept_in);
 	rc = forge_git_save_and_reset(&saved, im->wt, commit);
 	if (rc < 0)
 		forge_error_prefix("cannot save the run's worktree before the phase starts again (the worktree "

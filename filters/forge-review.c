@@ -1167,6 +1167,36 @@ static void relative_paths(struct phase *ph, struct diff *d, const char *root)
 	free(prefix);
 }
 
+/*
+ * review_lint(); when its lint command runs in the run's worktree (the
+ * state's task.worktree, not a checkout of the person's), what the command
+ * leaves there untracked -- an .eslintcache, __pycache__/, a build -- is
+ * taken out after it (a review.cleaned event {removed}), as after
+ * forge-test's tests (app/phase.h, phase_command_before): before, the next
+ * commit or a resume's saved ref took the files for the run's work.  What
+ * such a command left when the process that ran it died is moved out
+ * first (worktree.cleaned).
+ */
+static void lint_layer(jv *out, struct phase *ph, struct review_ctx *ctx)
+{
+	jv task = json_get(ph->state, "task"), before = jv_null(), removed;
+	const char *wt = json_get_str(task, "worktree");
+
+	if (review_lint_in_root(ctx) && wt && !strcmp(wt, ctx->root)) {
+		if (phase_command_recover(ph, ctx->root) < 0)
+			phase_say(ph, "warning: what a stopped command left in the worktree was not removed: %s",
+				  forge_last_error());
+		before = phase_command_before(ph, ctx->root);
+	}
+	review_lint(out, ctx);
+	removed = phase_command_after(ph, ctx->root, before, "the lint command");
+	if (jv_array_length(jv_copy(removed)) > 0)
+		phase_emit(ph, "review.cleaned", json_set(jv_object(), "removed", removed));
+	else
+		jv_free(removed);
+	jv_free(task);
+}
+
 static const char *run(struct phase *ph)
 {
 	struct review_args *a = ph->payload;
@@ -1257,7 +1287,7 @@ static const char *run(struct phase *ph)
 	phase_leave_if_output_gone(ph);
 	t0 = monotonic_ms();
 	phase_progress(ph, "static analysis");
-	review_lint(&lint, &ctx);
+	lint_layer(&lint, ph, &ctx);
 	lint = concat(lint, cut_findings);
 	layer_event(ph, "static", jv_copy(lint), monotonic_ms() - t0);
 	phase_leave_if_output_gone(ph);	/* (no scanner for a review none can read) */

@@ -945,8 +945,7 @@ static void clean_run(struct phase *ph, struct tst *t)
 
 	if (jv_get_kind(t->untracked) != JV_KIND_OBJECT)
 		return;
-	if (forge_git_command_after(&removed, t->dir, t->untracked) < 0)
-		phase_say(ph, "warning: what the tests left in the worktree was not removed: %s", forge_last_error());
+	removed = phase_command_after(ph, t->dir, t->untracked, "the tests");
 	t->untracked = jv_null();
 	if (jv_array_length(jv_copy(removed)) > 0)
 		phase_emit(ph, "test.cleaned", json_set(jv_object(), "removed", removed));
@@ -965,18 +964,9 @@ static void clean_run(struct phase *ph, struct tst *t)
  */
 static void recover_run(struct phase *ph, struct tst *t)
 {
-	jv removed;
-	char *kept_in = NULL;
-
-	if (forge_git_command_recover(&removed, &kept_in, t->dir) < 0)
+	if (phase_command_recover(ph, t->dir) < 0)
 		phase_say(ph, "warning: what a stopped command left in the worktree was not removed: %s",
 			  forge_last_error());
-	if (jv_array_length(jv_copy(removed)) > 0)
-		phase_emit(ph, "worktree.cleaned", json_set(json_set(jv_object(), "removed", removed),
-							    "kept_in", json_str_or_null(kept_in)));
-	else
-		jv_free(removed);
-	free(kept_in);
 }
 
 static const char *run_phase(struct phase *ph)
@@ -1039,11 +1029,8 @@ static const char *run_phase(struct phase *ph)
 	if (t->in_run)
 		recover_run(ph, t);
 	jv before = testrun_junit_snapshot(t->dir, config_get_str(ph->cfg, "tools.test_report"));
-	/* (not listed: nothing is cleaned then; not noted: only a cleanup
-	 * this process does not live to do is lost) */
-	if (t->in_run && forge_git_command_before(&t->untracked, t->dir) < 0 &&
-	    jv_get_kind(t->untracked) == JV_KIND_OBJECT)
-		phase_say(ph, "warning: %s", forge_last_error());
+	if (t->in_run)
+		t->untracked = phase_command_before(ph, t->dir);
 	if (run(ph, &res, t->command, t->dir, t->timeout_ms) < 0) {
 		phase_reason(ph, "cannot run the test command: %s", forge_last_error());
 		proc_result_release(&res);

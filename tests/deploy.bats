@@ -982,3 +982,21 @@ DEPLOY_ON_TTY='exec forge-deploy --config "$CFG" <"$BATS_TEST_TMPDIR/state.json"
 		[ "$(cat "$M/build-net")" -eq 1 ]        # lo alone
 	fi
 }
+
+@test "command: in the run's worktree what the commands leave untracked is removed after the last of them; files there before stay" {
+	# (before: the build's output stayed in the run's worktree, taken for
+	# the run's work by a resume's saved ref or the next commit)
+	WT="$BATS_TEST_TMPDIR/wt"
+	git -C "$R" worktree add -q "$WT" forge/t1
+	echo mine >"$WT/mine.txt"
+	command_config "$(jq -nc --arg m "$M" '{tools:{build_command:"mkdir -p dist && touch dist/app .buildcache",
+	  deploy_command:("test -e dist/app && echo $FORGE_DEPLOY_PERCENT >>" + $m + "/steps")}}')"
+	state ".task.worktree = \"$WT\""
+	run -0 --separate-stderr deploy
+	# the deploy command saw what the build made
+	[ "$(cat "$M/steps")" = 100 ]
+	event_ok deploy.cleaned '.removed == [".buildcache", "dist/app"]'
+	[ ! -e "$WT/dist" ] && [ ! -e "$WT/.buildcache" ]
+	run -0 git -C "$WT" status --porcelain
+	assert_output '?? mine.txt'
+}

@@ -1046,3 +1046,34 @@ L
 	jq -s -e '[.[] | select(.kind == "state")] | last | .review.findings |
 		any(.rule == "forge/not-reviewed" and .file == "README")' <<<"$output"
 }
+
+@test "in a run's worktree what the lint command leaves untracked is removed after it; files there before stay; not in a checkout" {
+	# (before: an .eslintcache or a cache of the lint command's stayed in
+	# the run's worktree, and the next commit or a resume's saved ref took
+	# it for the run's work)
+	echo change >>README && git commit -q -am change
+	WT="$BATS_TEST_TMPDIR/wt"
+	git worktree add -q "$WT" -b forge/t1
+	echo mine >"$WT/mine.txt"	# there before the command: stays
+	jq -nc '{tools:{lint_command:"mkdir -p .cache/lint && touch .eslintcache .cache/lint/x; true"}}' \
+		>"$BATS_TEST_TMPDIR/c.json"
+	jq -nc --arg wt "$WT" --arg d "$(git diff HEAD~1 HEAD)" --arg b "$(git rev-parse HEAD~1)" \
+		--arg c "$(git rev-parse HEAD)" '{kind:"state", v:1, trace_id:"t1", phase:"test", status:"ok",
+		task:{description:"x", worktree:$wt}, changes:{files:[{path:"README", action:"modify", additions:1, deletions:0}], diff:$d, base_commit:$b, commit:$c}}' \
+		>"$BATS_TEST_TMPDIR/state.json"
+	ANTHROPIC_API_KEY=$KEY run -0 --separate-stderr forge-review --config "$BATS_TEST_TMPDIR/c.json" \
+		<"$BATS_TEST_TMPDIR/state.json"
+	jq -s -e '[.[] | select(.type == "review.cleaned") | .payload.removed] == [[".cache/lint/x", ".eslintcache"]]' \
+		<<<"$output"
+	jq -s -e '[.[] | select(.type == "review.tool_ran" and .payload.tool == "lint_command")] | length == 1' <<<"$output"
+	[ ! -e "$WT/.eslintcache" ] && [ ! -e "$WT/.cache" ]
+	run -0 git -C "$WT" status --porcelain
+	assert_output '?? mine.txt'
+	[ ! -e "$REPO/.git/worktrees/wt/forge-command-untracked.json" ]
+	# a diff piped in by hand in a checkout of yours: what it leaves stays there
+	git diff HEAD~1 HEAD >"$BATS_TEST_TMPDIR/d.diff"
+	ANTHROPIC_API_KEY=$KEY run -0 --separate-stderr forge-review --config "$BATS_TEST_TMPDIR/c.json" \
+		<"$BATS_TEST_TMPDIR/d.diff"
+	refute_output --partial review.cleaned
+	[ -e "$REPO/.eslintcache" ]
+}

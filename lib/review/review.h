@@ -110,6 +110,11 @@ void review_tool_missing(struct review_ctx *ctx, const char *tool, const char *l
  * lint command is not run (a review.tool_skipped event with that reason).
  */
 int review_lint(jv *out, struct review_ctx *ctx);
+/* Whether review_lint() runs a command in ctx->root (tools.lint_command;
+ * the detected linters and the scanners run on the copy): what it leaves
+ * there is the caller's to take out (a run's worktree: app/phase.h,
+ * phase_command_before). */
+bool review_lint_in_root(const struct review_ctx *ctx);
 
 /* Run a linter or scanner (argv[0] a path) in dir under the sandbox with
  * ctx->cfg's policy (sandbox_job.h), stdout and stderr merged, 4 MiB kept,

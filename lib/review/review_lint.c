@@ -582,6 +582,13 @@ out:
 	return 0;
 }
 
+bool review_lint_in_root(const struct review_ctx *ctx)
+{
+	const char *cmd = ctx->cfg ? config_get_str(ctx->cfg, "tools.lint_command") : NULL;
+
+	return cmd && *cmd && !ctx->unreadable && ctx->root;
+}
+
 int review_lint(jv *out, struct review_ctx *ctx)
 {
 	const char *cmd = ctx->cfg ? config_get_str(ctx->cfg, "tools.lint_command") : NULL;
