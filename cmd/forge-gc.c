@@ -500,6 +500,29 @@ static int resumable_kept(struct store *st, const char *trace, const char *why, 
 	return kept;
 }
 
+/* A line on stdout for the run's worktree that stays when it holds what
+ * stopped commands left there (git.h, forge_git_command_leftovers): they
+ * go only with the worktree, and a file of the person's may be among them
+ * (before: nothing said where they were). */
+static void leftovers_said(struct forge_git *g, const char *trace)
+{
+	jv wts;
+
+	if (forge_git_worktree_list(&wts, g, trace) < 0)
+		return;
+	jv_array_foreach(wts, i, w) {
+		const char *path = json_get_str(w, "path");
+		char *left = NULL;
+
+		if (path && json_get_bool(w, "valid", false) && forge_git_command_leftovers(&left, path) == 0 && left)
+			printf("run %s: its worktree %s keeps what stopped commands left there in %s (removed with "
+			       "the worktree)\n", trace, path, left);
+		free(left);
+		jv_free(w);
+	}
+	jv_free(wts);
+}
+
 static int gc(struct store *st, struct forge_git *g, const struct gc_opts *o)
 {
 	bool dry_run = o->dry_run;
@@ -514,7 +537,7 @@ static int gc(struct store *st, struct forge_git *g, const struct gc_opts *o)
 		const char *trace = jv_string_value(t), *why = collectable(st, trace);
 		char holder[ULID_LEN + 1];
 		jv held = jv_null();
-		bool leased = false;
+		bool leased = false, removing = false;
 		int n = 0;
 
 		/* The run's lease while its things go: a `forge resume` of a
@@ -553,7 +576,10 @@ static int gc(struct store *st, struct forge_git *g, const struct gc_opts *o)
 			runs += n > 0;
 			kept += r == 1;
 			things += n;
+			removing = r == 0;
 		}
+		if (!removing)
+			leftovers_said(g, trace);
 		if (leased)
 			store_lease_release(st, trace, holder);
 		jv_free(held);

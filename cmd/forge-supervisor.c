@@ -379,6 +379,28 @@ static void print_place(const char *key, const char *name, jv removed, const cha
 		printf("%-8s %s\n", key, name);
 }
 
+/* Where the run's worktree keeps what stopped commands left there
+ * (git.h, forge_git_command_leftovers), or NULL (malloc'd): they go with
+ * the worktree, and a file of the person's may be among them. */
+static char *leftovers_of(const char *worktree, jv removed)
+{
+	char *left = NULL;
+
+	if (worktree && !json_get_bool(removed, "worktree", false) &&
+	    forge_git_command_leftovers(&left, worktree) < 0)
+		left = NULL;
+	return left;
+}
+
+static void print_leftovers(const char *worktree, jv removed)
+{
+	char *left = leftovers_of(worktree, removed);
+
+	if (left)
+		printf("%-8s %s: what stopped commands left in the worktree (removed with it)\n", "leftover", left);
+	free(left);
+}
+
 static const char *str_or_empty(jv v, const char *key)
 {
 	const char *s = json_get_str(v, key);
@@ -420,6 +442,7 @@ static void print_run(jv run, jv checkpoint, jv gates, jv merged, jv removed)
 	jv task = json_get(checkpoint, "task");
 	print_place("branch", json_get_str(task, "branch"), removed, "branch");
 	print_place("worktree", json_get_str(task, "worktree"), removed, "worktree");
+	print_leftovers(json_get_str(task, "worktree"), removed);
 	jv_free(task);
 	jv bounces = json_get(checkpoint, "bounces");
 	if (jv_get_kind(bounces) == JV_KIND_ARRAY && jv_array_length(jv_copy(bounces)) > 0)
@@ -505,6 +528,12 @@ static int cmd_status(const struct cli_common *c, const struct args *a, const ch
 		jv o = json_set(json_set(json_set(jv_object(), "run", jv_copy(run)), "state", jv_copy(cp)),
 				"pending_gates", jv_copy(gates));
 		o = json_set(o, "subagents", jv_copy(subs));
+		jv task = json_get(cp, "task");
+		char *left = leftovers_of(json_get_str(task, "worktree"), jv_null());
+
+		o = json_set(o, "leftovers", json_str_or_null(left));
+		free(left);
+		jv_free(task);
 		json_write_line(stdout, json_set(o, "merged", json_get(merged, "payload")), false);
 	} else {
 		/* (the task, the reason and the names without their escape

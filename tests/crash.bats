@@ -280,6 +280,47 @@ tests/check.sh"
 	refute_line --partial .tcache
 }
 
+# run_worktree: the directory of the run's worktree (wherever Forge puts it).
+run_worktree() {
+	git -C "$REPO" worktree list --porcelain |
+		awk '/^worktree / { p = substr($0, 10) } /^branch refs\/heads\/forge\// { print p }'
+}
+
+@test "kill -9 the run while forge-review's lint command runs: what it left is moved out on resume, not saved; forge status and gc say where" {
+	new_repo lc
+	mkdir -p .forge
+	jq -nc --arg c "touch .eslintcache && while [ ! -e '$REPO/.git/go' ]; do sleep 0.05; done" \
+		'{tools: {test_command: "make check", lint_command: $c}}' >.forge/config.json
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i')"
+	start_run
+	until_true eval '[ -n "$(run_worktree)" ] && [ -e "$(run_worktree)/.eslintcache" ]'
+	kill -9 -- "-$SUP"
+	wait "$SUP" || true
+	T=$(trace_of_run)
+	finished implement
+	! finished review || false
+	touch "$REPO/.git/go"
+	run -0 --separate-stderr forge resume "$T" </dev/null
+	# (before: "kept on refs/forge/T/saved/1", a saved ref of .eslintcache)
+	[[ $stderr != *"kept on refs/forge"* ]]
+	[ "$(forge status --json "$T" | jq -r .run.status)" = completed ]
+	no_saved_refs
+	run -0 forge events replay "$T"
+	jq -e -s '[.[] | select(.type == "worktree.cleaned") | .payload.removed] == [[".eslintcache"]]' <<<"$output"
+	# the resumed review's own run of the command: removed after it
+	jq -e -s '[.[] | select(.type == "review.cleaned") | .payload.removed] == [[".eslintcache"]]' <<<"$output"
+	kept=$(jq -r -s '.[] | select(.type == "worktree.cleaned") | .payload.kept_in' <<<"$output")
+	[ -f "$kept/.eslintcache" ] && [ ! -e "$(run_worktree)/.eslintcache" ]
+	run -0 git -C "$REPO" ls-tree -r --name-only "forge/$T"
+	refute_line .eslintcache
+	# where they are, while the worktree stays (a file of yours may be there)
+	run -0 forge status "$T"
+	assert_line "leftover ${kept%/*}: what stopped commands left in the worktree (removed with it)"
+	forge status --json "$T" | jq -e --arg l "${kept%/*}" '.leftovers == $l'
+	run -0 forge gc --dry-run
+	assert_line "run $T: its worktree $(run_worktree) keeps what stopped commands left there in ${kept%/*} (removed with the worktree)"
+}
+
 @test "a run killed and resumed after its time limit: the time it lay dead is not running time" {
 	[ "${FORGE_TEST_BACKEND:-sqlite}" = sqlite ] || skip "the test moves SQLite's event log back in time"
 	new_repo dead

@@ -383,6 +383,16 @@ int forge_git_command_after(jv *removed, const char *dir, jv before);
 int forge_git_command_recover(jv *removed, char **kept_in, const char *dir);
 
 /*
+ * Where what stopped commands left in the working tree dir was moved
+ * (forge_git_command_recover: its own git directory's forge-leftovers/,
+ * wherever the worktree is): *out gets that directory's path (malloc'd)
+ * when it holds something, else NULL.  It goes with the worktree (git
+ * worktree remove, forge gc); until then a person finds a file of theirs
+ * there.  -1 with a message when dir is no git working tree.
+ */
+int forge_git_command_leftovers(char **out, const char *dir);
+
+/*
  * What the worktree changed since `base` (NULL: the run's base commit):
  * the base commit's tree against the working files, staged or not, with
  * new untracked files and deletions.  *out_patch gets the unified patch as

@@ -11,6 +11,7 @@
 #include "core/json.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -324,4 +325,26 @@ out:
 	buf_release(&text);
 	free(path);
 	return rc;
+}
+
+int forge_git_command_leftovers(char **out, const char *dir)
+{
+	char *path = gitdir_path(dir, COMMAND_LEFTOVERS);
+	DIR *d;
+	const struct dirent *e;
+	bool any = false;
+
+	*out = NULL;
+	if (!path)
+		return -1;
+	if ((d = opendir(path))) {
+		while (!any && (e = readdir(d)))
+			any = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+		closedir(d);
+	}
+	if (any)
+		*out = path;
+	else
+		free(path);
+	return 0;
 }

@@ -1039,9 +1039,11 @@ static void test_command_recover(void)
 	CHECK_OK(forge_git_open(&g, repo));
 	CHECK_OK(forge_git_worktree_open(&wt, g, "Z9", NULL));
 	w = forge_git_worktree_path(wt);
-	/* nothing noted: nothing removed */
+	/* nothing noted: nothing removed, and no leftovers to speak of */
 	CHECK_OK(forge_git_command_recover(&removed, &kept, w));
 	CHECK_INT(jv_array_length(removed), 0);
+	CHECK(kept == NULL);
+	CHECK_OK(forge_git_command_leftovers(&kept, w));
 	CHECK(kept == NULL);
 	write_file(w, "mine.txt", "mine\n");
 	CHECK_OK(forge_git_command_before(&before, w));
@@ -1060,6 +1062,12 @@ static void test_command_recover(void)
 	CHECK(kept && strstr(kept, "/.git/worktrees/Z9/forge-leftovers/"));
 	CHECK_STR(out("cat '%s/report/results.xml'", kept), "<testsuite/>");
 	CHECK_STR(out("cat '%s/zz.cache'", kept), "c");
+	/* where they all are, for forge status and forge gc to say */
+	char *left = NULL;
+	CHECK_OK(forge_git_command_leftovers(&left, w));
+	CHECK(left && strlen(left) < strlen(kept) && !strncmp(left, kept, strlen(left)) &&
+	      !strcmp(kept + strlen(left), strrchr(kept, '/')));
+	free(left);
 	free(kept);
 	kept = NULL;
 	CHECK_INT(access(out("echo '%s/.git/worktrees/Z9/forge-command-untracked.json'", repo), F_OK), -1);
