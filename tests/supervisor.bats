@@ -606,6 +606,19 @@ branch_log() {
 	[ "$(git -C "$REPO" rev-parse main)" = "$BASE" ]
 }
 
+@test "--config <(…) (a pipe, read once): the phases get what it held, and the run deploys as it says" {
+	replay run-clean.jsonl
+	own_tmpdir
+	# (before: "forge-plan: cannot open '/dev/fd/63'", the run failed at its first phase, exit 5)
+	run -0 --separate-stderr bash -c 'forge run -q --config <(echo "{\"deploy\":{\"strategy\":\"merge\"}}") "add a mul operation" </dev/null'
+	T=$(last_trace)
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed" and .state.deployment.strategy == "merge"' <<<"$output"
+	[ "$(git -C "$REPO" rev-parse main)" = "$(git -C "$REPO" rev-parse "forge/$T")" ]
+	# its private copy is gone with the run
+	[ -z "$(find "$TMPDIR" -maxdepth 1 -name 'forge-config-*')" ]
+}
+
 @test "a merge deploy the checkout refused, resumed: stderr says forge merge lands it, as the summary's next line does" {
 	replay run-clean.jsonl
 	echo '{"deploy":{"strategy":"merge"}}' >"$BATS_TEST_TMPDIR/merge.json"
