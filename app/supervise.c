@@ -2969,9 +2969,23 @@ static void said_deploy_ended(const struct sup *s, jv before, int code)
 	    jv_equal(jv_copy(before), jv_copy(now))) {
 		term_clean_line(why, strlen(why));
 		fprintf(stderr, "forge: run %s had already ended: its deploy%s%s %s (%s), and a resume does not "
-				"deploy it again. See what happened with `forge show %s`; fix the cause, then start "
-				"the task again with `forge run`\n", s->trace, env ? " to " : "", env ? env : "",
-			how && strcmp(how, "rolled_back") == 0 ? "was rolled back" : "was refused", why, s->trace);
+				"deploy it again. ", s->trace, env ? " to " : "", env ? env : "",
+			how && strcmp(how, "rolled_back") == 0 ? "was rolled back" : "was refused", why);
+		/* A merge deploy that refused to land the change (the checkout
+		 * in the way, the base moved on) left reviewed, tested work
+		 * that forge merge lands, as the summary's next line says
+		 * (as runview_mergeable: before is the checkpoint's of a
+		 * rejected deploy; before: "start the task again", a whole new
+		 * run for what one command does) */
+		const char *strategy = json_get_str(before, "strategy");
+
+		if (strategy && strcmp(strategy, "merge") == 0)
+			fprintf(stderr, "Its change passed review and tests: `forge merge %s%s` lands it%s\n",
+				json_get_bool(before, "diverged", false) ? "--no-ff " : "", s->trace,
+				json_get_bool(before, "diverged", false) ? "" : " once the cause is fixed");
+		else
+			fprintf(stderr, "See what happened with `forge show %s`; fix the cause, then start the task "
+					"again with `forge run`\n", s->trace);
 	}
 	free(why);
 	jv_free(now);

@@ -243,7 +243,11 @@ static int interrupted_end(struct sup *s)
 	 * without an implementing>paused before it) */
 	sup_transition(s, PL_PAUSED, "interrupted");
 	store_run_update(s->o->store, s->trace, "paused", s->running, "interrupted");
-	sup_emit(s, "run.paused", json_set(jv_object(), "reason", jv_string("interrupted")));
+	/* (the shape of sup_end_run's: status, reason, cost -- before: the
+	 * reason alone, so a reader of a run's end found no cost there) */
+	sup_emit(s, "run.paused",
+		 json_set(json_set(json_set(jv_object(), "status", jv_string("paused")), "reason",
+				   jv_string("interrupted")), "cost", json_get(s->state, "cost")));
 	return FORGE_EXIT_INTERRUPTED;
 }
 

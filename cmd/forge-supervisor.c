@@ -20,11 +20,14 @@
 #include "app/term.h"
 #include "engine/graph.h"
 #include "os/heap.h"
+#include "core/tmpdir.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -232,6 +235,66 @@ static const char **phase_args(const struct cli_common *c)
 	return a;
 }
 
+/*
+ * A --config that is no regular file (`--config <(…)`, a FIFO, /dev/stdin)
+ * can be read once, and this process has read it: the phases, which read
+ * their --config again, get what it held written to a private file (in
+ * *dir, made here; tmpdir_remove() it after).  pargs: the phases'
+ * arguments, whose --config value is replaced (by a string in *dir's
+ * allocation: *file, freed by the caller).  (Before: "forge-plan: cannot
+ * open '/dev/fd/63'", the run made and failed at its first phase, exit 5.)
+ * 0, or an exit status said on stderr.
+ */
+static int config_for_phases(char **dir, char **file, const char **pargs, const struct cli_common *c,
+			     const struct config *cfg)
+{
+	struct stat st;
+	FILE *f = NULL;
+	int fd, wrote, closed;
+
+	*dir = NULL;
+	*file = NULL;
+	if (!c->config || (stat(c->config, &st) == 0 && S_ISREG(st.st_mode)))
+		return 0;
+	jv layer = config_layer_value(cfg, "file");
+	struct buf path = BUF_INIT;
+
+	if (jv_get_kind(layer) != JV_KIND_OBJECT) {
+		jv_free(layer);
+		layer = jv_object();
+	}
+	if (tmpdir_make(dir, "forge-config") < 0)
+		goto fail;
+	buf_addf(&path, "%s/config.json", *dir);
+	fd = open(path.buf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0 || !(f = fdopen(fd, "w"))) {
+		forge_error("cannot write %s: %s", path.buf, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		goto fail;
+	}
+	wrote = json_write_line(f, layer, true);
+	layer = jv_null();
+	closed = fclose(f);
+	if (wrote < 0 || closed != 0) {
+		forge_error("cannot write %s: %s", path.buf, strerror(errno));
+		goto fail;
+	}
+	*file = buf_detach(&path, NULL);
+	for (const char **a = pargs; a && a[0] && a[1]; a++)
+		if (strcmp(a[0], "--config") == 0)
+			a[1] = *file;
+	return 0;
+fail:
+	fprintf(stderr, "%s: cannot keep --config %s for the phases: %s; nothing was started\n", prog, c->config,
+		forge_last_error());
+	jv_free(layer);
+	buf_release(&path);
+	tmpdir_remove(*dir);
+	*dir = NULL;
+	return FORGE_EXIT_DEPENDENCY;
+}
+
 /* The heap a run or a resume fills (os/heap.h), made resident in one call
  * before session_open()'s megabyte: a resume reaches 1.75 MiB before its
  * first phase starts (the run's row, events, checkpoint, the SQLite page
@@ -281,6 +344,15 @@ static int cmd_run_or_resume(const struct cli_common *c, const struct args *a, c
 		}
 	}
 	const char **pargs = phase_args(c);
+	char *conf_dir = NULL, *conf_file = NULL;
+	if ((code = config_for_phases(&conf_dir, &conf_file, pargs, c, e.cfg)) != 0) {
+		free(pargs);
+		free(dir);
+		free(resolved);
+		graph_free(graph);
+		session_close(&e);
+		return code;
+	}
 	/* The phases are given a PostgreSQL URI (it may hold a password) in
 	 * their environment, not on a command line ps shows to every user. */
 	if (e.db && db_is_postgres(e.db) && setenv("FORGE_DB", e.db, 1) < 0) {
@@ -311,6 +383,8 @@ static int cmd_run_or_resume(const struct cli_common *c, const struct args *a, c
 	 * saying so, sup_store_stop) */
 	code = strcmp(what, "run") == 0 ? supervise_run(&o, arg) : supervise_resume(&o, arg);
 	free(pargs);
+	free(conf_file);
+	tmpdir_remove(conf_dir);
 	free(dir);
 	free(resolved);
 	graph_free(graph);

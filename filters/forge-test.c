@@ -340,6 +340,44 @@ static const char *tail_n(const char *s, size_t *len, size_t max)
 	return s;
 }
 
+/* The message of a test command that failed with no output Forge reads:
+ * its exit status, and for 126/127 (the shell's "cannot execute", "not
+ * found") the output's last line, which names what is missing (before:
+ * "exited with status 127" alone in the summary and forge show, the
+ * "go: not found" only in the failure's output).  Into msg (n bytes). */
+static void not_found_msg(char *msg, size_t n, int code, const char *out, size_t len)
+{
+	size_t end = len, start;
+
+	snprintf(msg, n, "the test command exited with status %d", code);
+	if (code != 126 && code != 127)
+		return;
+	while (end > 0 && (out[end - 1] == '\n' || out[end - 1] == '\r' || out[end - 1] == ' '))
+		end--;
+	start = end;
+	while (start > 0 && out[start - 1] != '\n')
+		start--;
+	if (end == start)
+		return;
+	size_t used = strlen(msg), room = n - used;
+	int w = snprintf(msg + used, room, " (%s: ", code == 127 ? "a command was not found" : "a command could not be run");
+	if (w < 0 || (size_t)w + 2 >= room)
+		return;
+	used += (size_t)w;
+	size_t take = end - start;
+	if (take > n - used - 2)
+		take = n - used - 2;
+	/* (not cut inside a UTF-8 character; control characters shown as spaces) */
+	while (take > 0 && take < end - start && (out[start + take] & 0xC0) == 0x80)
+		take--;
+	for (size_t k = 0; k < take; k++) {
+		unsigned char c = (unsigned char)out[start + k];
+		msg[used++] = c < 0x20 || c == 0x7f ? ' ' : (char)c;
+	}
+	msg[used++] = ')';
+	msg[used] = '\0';
+}
+
 /* ---- classification ------------------------------------------------------------ */
 
 static bool failing(const struct testcase *c)
@@ -1082,7 +1120,7 @@ static const char *run_phase(struct phase *ph)
 		testcase_set(&c->output, out_tail, tail_len);
 	} else if (!t->parsed) {
 		if (res.exit_code != 0) {
-			snprintf(msg, sizeof msg, "the test command exited with status %d", res.exit_code);
+			not_found_msg(msg, sizeof msg, res.exit_code, out_tail, tail_len);
 			struct testcase *c = testrun_add_synthetic(&t->run, t->command, msg, NULL);
 			testcase_set(&c->output, out_tail, tail_len);
 		} else {

@@ -672,6 +672,11 @@ ctrl_c_once_shown() {
 		| [.payload.input_tokens, .payload.output_tokens > 0, .payload.error, .cost.usd > 0.08]' <<<"$output"
 	assert_output '[30000,true,"interrupted",true]'
 	cost_agrees
+	# the run's end has the shape of every run.paused and run.completed:
+	# status, reason, cost (before: the reason alone)
+	run -0 jq -sc '[.[] | select(.type == "run.paused")] | last | .payload
+		| [.status, .reason, (.cost.usd | type), (.cost.tokens | type)]' <<<"$(forge events replay "$T")"
+	assert_output '["paused","interrupted","number","number"]'
 	# and after a resume too (the budget breakers read it)
 	SEEN_EVENTS=$(db_q "select count(*) from events where trace_id = '$T'")
 	resume_and_check

@@ -606,6 +606,39 @@ branch_log() {
 	[ "$(git -C "$REPO" rev-parse main)" = "$BASE" ]
 }
 
+@test "--config <(…) (a pipe, read once): the phases get what it held, and the run deploys as it says" {
+	replay run-clean.jsonl
+	own_tmpdir
+	# (before: "forge-plan: cannot open '/dev/fd/63'", the run failed at its first phase, exit 5)
+	run -0 --separate-stderr bash -c 'forge run -q --config <(echo "{\"deploy\":{\"strategy\":\"merge\"}}") "add a mul operation" </dev/null'
+	T=$(last_trace)
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed" and .state.deployment.strategy == "merge"' <<<"$output"
+	[ "$(git -C "$REPO" rev-parse main)" = "$(git -C "$REPO" rev-parse "forge/$T")" ]
+	# its private copy is gone with the run
+	[ -z "$(find "$TMPDIR" -maxdepth 1 -name 'forge-config-*')" ]
+}
+
+@test "a merge deploy the checkout refused, resumed: stderr says forge merge lands it, as the summary's next line does" {
+	replay run-clean.jsonl
+	echo '{"deploy":{"strategy":"merge"}}' >"$BATS_TEST_TMPDIR/merge.json"
+	echo "# a local edit" >>Makefile
+	run -1 --separate-stderr forge run -q --config "$BATS_TEST_TMPDIR/merge.json" "add a mul operation" </dev/null
+	T=$(last_trace)
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "failed" and .state.deployment.strategy == "merge"
+		and (.state.deployment.reason | test("uncommitted changes to tracked files"))' <<<"$output"
+	# (before: "fix the cause, then start the task again with `forge run`",
+	# while the summary's next line said `forge merge`)
+	run -1 --separate-stderr forge resume "$T" </dev/null
+	[[ "$stderr" == *"forge: run $T had already ended: its deploy to staging was refused ("*"), and a resume does not deploy it again. Its change passed review and tests: \`forge merge $T\` lands it once the cause is fixed"* ]] || { echo "$stderr"; false; }
+	[[ "$stderr" != *"start the task again"* ]]
+	assert_line "  next      forge merge $T"
+	git checkout -q Makefile
+	run -0 forge merge "$T"
+	[ "$(git -C "$REPO" rev-parse main)" = "$(git -C "$REPO" rev-parse "forge/$T")" ]
+}
+
 @test "--auto-approve passes the architecture gate (by flag) without stopping" {
 	replay run-highrisk.jsonl
 	run -0 --separate-stderr forge run --auto-approve --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null

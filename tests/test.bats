@@ -469,6 +469,11 @@ junit_case() { printf '<testcase name="%s" classname="T" time="0.01">%s</testcas
 	run -1 --separate-stderr env ANTHROPIC_API_KEY=sk-ant-secret-123456789 \
 		ft --repo "$REPO" --command 'echo "key=${ANTHROPIC_API_KEY:-none}"; no-such-test-runner-xyz' --no-input </dev/null
 	assert_equal "$(tests_of '.failures[0] | [.classification, (.output | test("key=none"))]')" '["environment",true]'
+	# the message names what is missing (before: "exited with status 127" alone)
+	# (/bin/sh's own words: dash's "/bin/sh: 1: x: not found", bash's "sh: line 1: x: command not found")
+	tests_of '.failures[0].message | test("^the test command exited with status 127 [(]a command was not found: .*sh: .*no-such-test-runner-xyz: (command )?not found[)]$")' | grep -qx true
+	run -1 --separate-stderr ft --repo "$REPO" --command 'exit 127' --no-input </dev/null
+	assert_equal "$(tests_of '.failures[0].message')" '"the test command exited with status 127"'
 }
 
 @test "the test command runs in the sandbox: no writes outside the worktree, no network, no key in /proc" {

@@ -30,7 +30,7 @@
 
 /* Forge's prefixes: the only names tmpdir_sweep() removes. */
 #define TMPDIR_PREFIXES "forge-cmd", "forge-test", "forge-review", "forge-mcp", "forge-sub", \
-	"forge-stage", "forge-implement", "forge-agent", "forge-deploy", "forge-resume"
+	"forge-stage", "forge-implement", "forge-agent", "forge-deploy", "forge-resume", "forge-config"
 
 /* Create and list a new directory (mode 0700), PREFIX-XXXXXX (Forge's are
  * TMPDIR_PREFIXES).  *out is malloc'd.  -1 with a message naming the path

@@ -142,6 +142,45 @@ static const char *bats_dir(const char *root)
 	return NULL;
 }
 
+/* Whether name is a file pytest collects by default: test_*.py or *_test.py. */
+static bool pytest_file(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n > 3 && strcmp(name + n - 3, ".py") == 0 &&
+	       (strncmp(name, "test_", 5) == 0 || (n > 8 && strcmp(name + n - 8, "_test.py") == 0));
+}
+
+/* Python tests laid out for pytest without a file that names it: a
+ * conftest.py at root, or a test_*.py / *_test.py (a regular file) at root
+ * or in tests/ or test/ -- a project with a requirements.txt, or none,
+ * whose tests were "nothing tested: no test command" (before). */
+static bool pytest_layout(const char *root)
+{
+	static const char *const dirs[] = { "", "tests", "test" };
+
+	if (exists(root, "conftest.py"))
+		return true;
+	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s%s%s", root, *dirs[i] ? "/" : "", dirs[i]);
+		DIR *d = opendir(path);
+		struct dirent *e;
+		bool found = false;
+		if (!d)
+			continue;
+		while (!found && (e = readdir(d))) {
+			char rel[512];
+			snprintf(rel, sizeof rel, "%s%s%s", dirs[i], *dirs[i] ? "/" : "", e->d_name);
+			found = pytest_file(e->d_name) && exists(root, rel);
+		}
+		closedir(d);
+		if (found)
+			return true;
+	}
+	return false;
+}
+
 /* The make file make reads at root: GNU make's order, GNUmakefile, makefile,
  * Makefile (before: a lower-case makefile was not seen, its suite "nothing
  * tested"); the first regular one, so a FIFO under a name is passed over.
@@ -190,7 +229,8 @@ static char *detect_test(const char *root)
 		buf_addf(&b, "bats %s", bats);
 		return buf_detach(&b, NULL);
 	}
-	return NULL;
+	/* (last: a build file that runs the tests names how) */
+	return pytest_layout(root) ? xstrdup("python3 -m pytest") : NULL;
 }
 
 static char *detect_build(const char *root)

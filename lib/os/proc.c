@@ -1337,6 +1337,19 @@ bool proc_start_id(char out[static PROC_START_ID_LEN], pid_t pid)
 	return true;
 }
 
+bool proc_exited(pid_t pid)
+{
+	char path[64], stat[1024];
+	const char *p;
+
+	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+	if (pid < 1 || read_small(stat, sizeof stat, path) <= 0)
+		return false;
+	/* "PID (COMM) STATE ...": the state follows COMM's last ')' */
+	p = strrchr(stat, ')');
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X' || p[2] == 'x');
+}
+
 int proc_signal_same(pid_t pid, const char *id, int sig)
 {
 	char now[PROC_START_ID_LEN];

@@ -232,6 +232,16 @@ size_t proc_running_count(void);
  * a check just before kill()).  0 when sent; -1 (no message) when not:
  * errno ESRCH when pid is gone or is another process, else as kill() sets it.
  */
+/*
+ * Whether process pid has ended and only waits to be reaped (a zombie:
+ * state Z or X in /proc/PID/stat): it holds nothing and does nothing
+ * more, though kill(pid, 0) and its start identity still answer as for a
+ * live one.  Its parent reaps it, or never does: a container whose PID 1
+ * reaps no orphans keeps a killed supervisor a zombie.  false when it
+ * runs, is gone, or cannot be read.
+ */
+bool proc_exited(pid_t pid);
+
 #define PROC_START_ID_LEN 72
 bool proc_start_id(char out[static PROC_START_ID_LEN], pid_t pid);
 int proc_signal_same(pid_t pid, const char *id, int sig);

@@ -2695,6 +2695,11 @@ static bool local_holder_alive(jv lease)
 
 	if (pid < 1 || pid > 1 << 30)
 		return false;
+	/* ended, not yet reaped: gone (before: "already running" while a
+	 * supervisor killed in a container whose PID 1 reaps nothing stayed a
+	 * zombie, so its run could never be resumed) */
+	if (proc_exited((pid_t)pid))
+		return false;
 	if (start && proc_start_id(now, (pid_t)pid))
 		return strcmp(now, start) == 0;
 	if (kill((pid_t)pid, 0) < 0 && errno != EPERM)

@@ -144,6 +144,28 @@ static void test_other_ecosystems(void)
 	clean();
 	put("pyproject.toml", "[project]\nname='x'\n");
 	check_test("python3 -m pytest");
+	/* pytest's own layout without a file naming it (before: no test
+	 * command, "nothing tested" for a project with tests) */
+	clean();
+	put("requirements.txt", "requests\n");
+	put("tests/test_calc.py", "def test_x():\n    pass\n");
+	check_test("python3 -m pytest");
+	clean();
+	put("calc_test.py", "def test_x():\n    pass\n");
+	check_test("python3 -m pytest");
+	clean();
+	put("conftest.py", "\n");
+	check_test("python3 -m pytest");
+	clean();
+	put("tests/helpers.py", "\n");
+	put("test_data/x.py", "\n");
+	put("testing.py", "\n");
+	check_test(NULL);
+	/* a build file that runs the tests says how */
+	clean();
+	put("test_calc.py", "def test_x():\n    pass\n");
+	put("Makefile", "check:\n\tpython3 -m unittest\n");
+	check_test("make check");
 	clean();
 	put("tests/basic.bats", "@test x { true; }\n");
 	check_test("bats tests");

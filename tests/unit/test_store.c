@@ -1728,6 +1728,25 @@ static void test_lease_holder_identity(void)
 	/* and once it is gone, nothing */
 	CHECK_INT(store_lease_signal(l, SIGTERM), -1);
 	jv_free(l);
+
+	/* a holder killed but not reaped (a zombie: a container's PID 1 that
+	 * reaps no orphans) is gone, though its pid and identity still
+	 * answer (before: alive, its run "already running" for ever) */
+	siginfo_t info;
+
+	child = waiting_child();
+	CHECK(child > 0 && proc_start_id(id, child));
+	l = json_set(json_set(jv_object(), "host", jv_string(host)), "pid", jv_number((double)child));
+	l = json_set(json_set(l, "program", jv_string("forge-supervisor")), "pid_start", jv_string(id));
+	CHECK(store_lease_alive_at(l, 120, 0) && !proc_exited(child));
+	CHECK_INT(kill(child, SIGKILL), 0);
+	/* (waits for its end, leaving it unreaped) */
+	CHECK_INT(waitid(P_PID, (id_t)child, &info, WEXITED | WNOWAIT), 0);
+	CHECK(proc_exited(child));
+	CHECK(!store_lease_alive_at(l, 120, 0));
+	CHECK_INT(waitpid(child, &status, 0), child);
+	CHECK(!proc_exited(child) && !store_lease_alive_at(l, 120, 0));
+	jv_free(l);
 }
 
 /* Four processes take one lease at once: exactly one gets it.  Each holds
