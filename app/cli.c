@@ -130,6 +130,14 @@ int cli_parse(struct cli_common *common, const struct cli_spec *spec, int argc, 
 	 * database.  The commands it runs get the default back (proc.h,
 	 * spawn.h: every disposition SIG_DFL in the child). */
 	signal(SIGXFSZ, SIG_IGN);
+	/* What the library says on stderr (this file's warnings) names the
+	 * program as its own messages and usage errors do: spec->name, "forge
+	 * history" when forge-supervisor runs as forge history (before:
+	 * "forge:", the name it was executed by). */
+	static char prog[128];
+
+	snprintf(prog, sizeof prog, "%s", spec->name);
+	program_invocation_short_name = prog;
 	memset(common, 0, sizeof *common);
 	buf_addch(&shorts, ':');	/* report a missing argument as ':' */
 	add_long(lo, &n, &shorts, spec->options);

@@ -74,7 +74,10 @@ struct cli_common {
  * of the first operand.  Options may follow operands (GNU order) unless
  * `stop_at_operand`.
  * Every program calls it first: it also ignores SIGXFSZ for the program
- * (a write past a file-size limit fails with EFBIG instead of killing it).
+ * (a write past a file-size limit fails with EFBIG instead of killing it),
+ * and sets program_invocation_short_name, the name the library's messages
+ * begin with, to spec->name (a copy): "forge history" when forge-supervisor
+ * runs as forge history, not the "forge" it was executed as.
  */
 int cli_parse(struct cli_common *common, const struct cli_spec *spec, int argc, char **argv,
 	      int (*on_option)(int id, const char *arg, void *payload), void *payload);

@@ -535,6 +535,43 @@ jv runview_shown(struct store *st, jv run)
 	return run;
 }
 
+/* Whether key (borrowed, a string) names money: "usd" or "..._usd". */
+static bool money_key(jv key)
+{
+	const char *k = jv_string_value(key);
+	size_t n = strlen(k);
+
+	return strcmp(k, "usd") == 0 || (n > 4 && strcmp(k + n - 4, "_usd") == 0);
+}
+
+/* See runview.h. */
+jv runview_money(jv v)
+{
+	if (jv_get_kind(v) == JV_KIND_ARRAY) {
+		jv out = jv_array();
+
+		jv_array_foreach(v, i, e) {
+			out = jv_array_append(out, runview_money(e));
+			(void)i;
+		}
+		jv_free(v);
+		return out;
+	}
+	if (jv_get_kind(v) != JV_KIND_OBJECT)
+		return v;
+	jv out = jv_object();
+
+	jv_object_foreach(v, k, e) {
+		if (jv_get_kind(e) == JV_KIND_NUMBER && money_key(k))
+			e = (jv_free(e), jv_number(money_round(jv_number_value(e))));
+		else
+			e = runview_money(e);
+		out = jv_object_set(out, k, e);
+	}
+	jv_free(v);
+	return out;
+}
+
 /*
  * What the run has spent: its checkpoint's cost (consumed), or the run row's
  * totals (borrowed; what llm_calls holds, store_run_get) where they are
@@ -600,7 +637,8 @@ int runview_load(jv *out, struct store *st, struct forge_git *g, const char *tra
 	v = json_set(v, "phase_cost", phase_cost_list(&w));
 	v = json_set(v, "timeline", jv_copy(w.timeline));
 	v = json_set(v, "subagents", jv_copy(w.subagents));
-	*out = json_set(v, "gates", jv_copy(gates));
+	/* (money rounded as it is printed: a sum without its float noise) */
+	*out = runview_money(json_set(v, "gates", jv_copy(gates)));
 	rc = 0;
 out:
 	jv_free(run);

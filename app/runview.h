@@ -56,6 +56,15 @@ int runview_resolve(char **out, struct store *st, const char *prog, const char *
 jv runview_shown(struct store *st, jv run);
 
 /*
+ * v (consumed; any JSON) with every amount of money in it rounded as the
+ * views print money (money_round: 0.3, not 0.30000000000000004, the
+ * noise of a float sum): each number whose key is "usd" or ends in "_usd",
+ * at any depth.  What forge history, forge status and forge show write
+ * with --json, and runview_load() returns.
+ */
+jv runview_money(jv v);
+
+/*
  * Everything known about run `trace` (a whole id), as one object:
  *   trace_id, run (store_run_get() without config; null for a trace of
  *   phases run by hand), status (the run's as runview_shown() says, "merged"

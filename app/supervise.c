@@ -1358,6 +1358,38 @@ static void said_tripped(struct sup *s)
 	jv_free(run);
 }
 
+/*
+ * A run that ended rejected (exit 1: a deploy rolled back, a node that
+ * said no, a human's no) with -q: one line on stderr, as a failed node's
+ * and a breaker's stop have theirs -- the run, that it was rejected, why
+ * (the run's reason, as forge show says it) and what to do now
+ * (runview_next).  Before: -q said nothing at all, exit 1 alone.  Not said
+ * when a line already said how it ended (said_deploy_ended).
+ */
+static void said_rejected(struct sup *s)
+{
+	jv run = jv_null();
+	struct buf line = BUF_INIT, next = BUF_INIT, why = BUF_INIT;
+
+	if (s->end_said || sup_lease_lost())
+		return;
+	store_run_get_brief(&run, s->o->store, s->trace);
+	const char *error = json_get_str(run, "error");
+
+	buf_addf(&line, "forge: run %s was rejected: %s", s->trace, error && *error ? error : "no reason recorded");
+	runview_next(&next, &why, s->o->store, NULL, s->o->cfg, s->trace);
+	if (next.len)
+		buf_addf(&line, "; next: `%s`", next.buf);
+	if (why.len)
+		buf_addf(&line, " (%s)", why.buf);
+	term_clean_line(line.buf, line.len);
+	fprintf(stderr, "%s\n", line.buf);
+	buf_release(&line);
+	buf_release(&next);
+	buf_release(&why);
+	jv_free(run);
+}
+
 /* ---- run and resume ------------------------------------------------------ */
 
 static void sup_init(struct sup *s, const struct supervise_opts *o, const char *trace)
@@ -1939,6 +1971,8 @@ static int sup_finish(struct sup *s, const struct supervise_opts *o, int code)
 	}
 	if (code == FORGE_EXIT_TRIPPED)
 		said_tripped(s);
+	else if (code == FORGE_EXIT_REJECTED && s->o->quiet)
+		said_rejected(s);
 	if (s->o->dry_run && o->json) {
 		if (jv_get_kind(plan) == JV_KIND_OBJECT)
 			json_write_line(stdout, jv_copy(plan), false);
@@ -2958,7 +2992,7 @@ static int resume_unkept(const struct supervise_opts *o, const char *trace)
  * happened and what to do (before: only "resuming run … after deploy
  * (rejected)", and exit 1).
  */
-static void said_deploy_ended(const struct sup *s, jv before, int code)
+static void said_deploy_ended(struct sup *s, jv before, int code)
 {
 	jv now = json_get(s->state, "deployment");
 	const char *how = json_get_str(before, "status"), *env = json_get_str(before, "environment");
@@ -2986,6 +3020,7 @@ static void said_deploy_ended(const struct sup *s, jv before, int code)
 		else
 			fprintf(stderr, "See what happened with `forge show %s`; fix the cause, then start the task "
 					"again with `forge run`\n", s->trace);
+		s->end_said = true;
 	}
 	free(why);
 	jv_free(now);

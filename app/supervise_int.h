@@ -45,6 +45,7 @@ struct sup {
 	jv approval;                /* who passed the last gate: {by, gate, id, note} */
 	bool ended;                 /* the run completed or failed (not paused) */
 	bool lease_lost_said;       /* sup_lease_lost_end() said so */
+	bool end_said;              /* a line on stderr already said how the run ended */
 	char store_error[512];      /* the first write to the database that failed, or "" */
 	bool kept;                  /* a checkpoint of the run is committed (one to resume from) */
 	bool cp_batched;            /* a checkpoint is in the open batch, not yet committed */

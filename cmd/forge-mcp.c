@@ -10,7 +10,9 @@
  * keys), as a phase starts them (app/toolset.h).  Exit: 0; 1 when the tool
  * reports an error (isError); 2 bad input (usage, unknown server or tool,
  * arguments that are not a JSON object); 5 a server that cannot start,
- * dies, times out or answers with a JSON-RPC error.
+ * dies, times out or answers with a JSON-RPC error.  --db is taken, as
+ * every program takes it, and not opened: nothing here is recorded (its
+ * --help says so).
  */
 #include "app/cli.h"
 #include "app/term.h"
@@ -49,6 +51,10 @@ static const struct cli_spec spec = {
 		      "                   disabled) and its tools as the model sees them\n"
 		      "  call S T [JSON]  call tool T of server S with the arguments JSON (an\n"
 		      "                   object; default {}) and print its text\n"
+		      "\n"
+		      "The configuration (--config) is read and checked as by every program; --db\n"
+		      "is taken and not opened: a server tried here is not a run, nothing is\n"
+		      "recorded in the database.\n"
 		      "\n"
 		      "Exit status: 0 ok; 1 the tool reported an error; 2 bad input (unknown\n"
 		      "server or tool, arguments that are not a JSON object); 5 the server could\n"

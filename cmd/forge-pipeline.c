@@ -9,7 +9,9 @@
  * PIPELINE is a name (the project's .forge/pipelines/NAME.json, else the
  * built-in one) or a path (it contains '/' or ends in .json).  The
  * configuration gives the bounce defaults (bounces.*); programs are looked
- * for beside this executable, then on PATH (lib/engine/graph.h).
+ * for beside this executable, then on PATH (lib/engine/graph.h).  --db is
+ * taken, as every program takes it, and not opened: pipelines are files,
+ * not records (its --help says so).
  */
 #include "app/cli.h"
 #include "core/buf.h"
@@ -45,6 +47,8 @@ static const struct cli_spec spec = {
 		      "  FILE: node 'x': needs unknown node 'y'\n"
 		      "show draws the layers in topological order: the nodes of a layer may run at\n"
 		      "the same time (their inputs are ready together), then bounces and gates.\n"
+		      "The configuration (--config) is read and checked as by every program; --db\n"
+		      "is taken and not opened: pipelines are files, not records in the database.\n"
 		      "\n"
 		      "Exit status: 0 valid; 2 a usage error, or the pipeline is missing, malformed\n"
 		      "or invalid (check and show); 5 stdout could not be written.\n",

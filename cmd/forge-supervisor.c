@@ -608,7 +608,7 @@ static int cmd_status(const struct cli_common *c, const struct args *a, const ch
 		o = json_set(o, "leftovers", json_str_or_null(left));
 		free(left);
 		jv_free(task);
-		json_write_line(stdout, json_set(o, "merged", json_get(merged, "payload")), false);
+		json_write_line(stdout, runview_money(json_set(o, "merged", json_get(merged, "payload"))), false);
 	} else {
 		/* (the task, the reason and the names without their escape
 		 * sequences: a task may come from a script or another machine) */
@@ -742,7 +742,7 @@ static int cmd_history(const struct cli_common *c, const struct args *a)
 	jv_array_foreach(runs, i, r) {
 		r = runview_shown(e.store, r);
 		if (a->json) {
-			json_write_line(stdout, r, false);
+			json_write_line(stdout, runview_money(r), false);
 			continue;
 		}
 		history_line(e.store, r, &l);

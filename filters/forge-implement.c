@@ -52,6 +52,7 @@
 #include "agent/tools.h"
 #include "core/tmpdir.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,6 +171,64 @@ static bool is_test_path(const char *path)
 			return true;
 	size_t n = strlen(base);
 	return n > 5 && strcmp(base + n - 5, ".bats") == 0;
+}
+
+/* Whether line (n bytes, the text after a diff's "+") is a Rust test
+ * attribute: #[test], or one whose last path segment is test, with or
+ * without arguments (#[tokio::test], #[tokio::test(flavor = "...")]). */
+static bool rust_test_attr(const char *line, size_t n)
+{
+	size_t i = 0, seg;
+
+	while (i < n && (line[i] == ' ' || line[i] == '\t'))
+		i++;
+	if (n - i < 2 || line[i] != '#' || line[i + 1] != '[')
+		return false;
+	for (i += 2;;) {
+		seg = i;
+		while (i < n && (isalnum((unsigned char)line[i]) || line[i] == '_'))
+			i++;
+		if (i == seg)
+			return false;
+		if (n - i >= 2 && line[i] == ':' && line[i + 1] == ':') {
+			i += 2;
+			continue;
+		}
+		break;
+	}
+	return i - seg == 4 && strncmp(line + seg, "test", 4) == 0 && i < n && (line[i] == ']' || line[i] == '(');
+}
+
+/*
+ * Whether the unified diff patch adds a Rust test to the .rs file path: a
+ * line of a hunk of that file ("+++ b/PATH") adding a test attribute
+ * (rust_test_attr) -- a unit test written inline in a src/ file, in its
+ * #[cfg(test)] module, which no test path names (before: such a change
+ * added no test, for tests_added).
+ */
+static bool adds_rust_test(const char *patch, const char *path)
+{
+	size_t plen = strlen(path);
+	bool mine = false, header = false;
+
+	if (!patch || plen < 4 || strcmp(path + plen - 3, ".rs") != 0)
+		return false;
+	for (const char *p = patch; *p;) {
+		size_t n = strcspn(p, "\n");
+
+		if (n >= 11 && strncmp(p, "diff --git ", 11) == 0) {
+			header = true;
+			mine = false;
+		} else if (header && n >= 4 && strncmp(p, "+++ ", 4) == 0) {
+			mine = n == 6 + plen && strncmp(p + 4, "b/", 2) == 0 && strncmp(p + 6, path, plen) == 0;
+		} else if (n >= 2 && strncmp(p, "@@", 2) == 0) {
+			header = false;
+		} else if (mine && !header && n >= 1 && *p == '+' && rust_test_attr(p + 1, n - 1)) {
+			return true;
+		}
+		p += n + (p[n] == '\n');
+	}
+	return false;
 }
 
 /* ---- the prompt ----------------------------------------------------------- */
@@ -966,7 +1025,8 @@ static bool set_changes(struct impl *im, bool summarise)
 	int adds = 0, dels = 0;
 	jv_array_foreach(files, i, f) {
 		const char *path = json_get_str(f, "path"), *action = json_get_str(f, "action");
-		if (path && action && strcmp(action, "delete") != 0 && is_test_path(path))
+		if (path && action && strcmp(action, "delete") != 0 &&
+		    (is_test_path(path) || adds_rust_test(patch, path)))
 			tests = jv_array_append(tests, jv_string(path));
 		adds += (int)json_get_num(f, "additions", 0);
 		dels += (int)json_get_num(f, "deletions", 0);

@@ -399,7 +399,7 @@ keys_seen() {
 		# said once (not again by the phases), naming the keys, the file and the setting
 		[ "$(grep -c 'warning: ignoring' <<<"$stderr")" -eq 1 ]
 		assert_equal "$(grep 'warning: ignoring' <<<"$stderr")" \
-			"forge: warning: ignoring llm.base_url, llm.phases.plan.base_url of $PROJECT_CFG: a repository's configuration may not choose where your API key is sent, nor loosen your sandbox, tool permissions, gates, automation level, prices or limits; to let it, set \"trust_project\": true in your own configuration (forge config set --global trust_project true, or a --config file)"
+			"forge run: warning: ignoring llm.base_url, llm.phases.plan.base_url of $PROJECT_CFG: a repository's configuration may not choose where your API key is sent, nor loosen your sandbox, tool permissions, gates, automation level, prices or limits; to let it, set \"trust_project\": true in your own configuration (forge config set --global trust_project true, or a --config file)"
 		# and the run's events say it
 		trace=$(forge history --json -n 1 | jq -r .trace_id)
 		run -0 --separate-stderr forge events replay "$trace"

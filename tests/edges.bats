@@ -577,6 +577,28 @@ trusted_as_git_says() {
 	[[ $stderr == *"cannot be read: missing config key GIT_CONFIG_KEY_0 (git refuses"* ]]
 }
 
+@test "forge history, status, cancel, run: what the library says names the command (forge history:), as its own messages do" {
+	# (before: "forge: no database at …" from forge history and forge
+	# status, the name forge-supervisor was executed by)
+	local gone="$BATS_TEST_TMPDIR/no-such-dir/forge.db"
+	make_repo "$BATS_TEST_TMPDIR/repo"
+	cd "$BATS_TEST_TMPDIR/repo"
+	run -0 --separate-stderr forge history --db "$gone" --json
+	[[ "${stderr_lines[0]}" == "forge history: no database at '$gone': "* ]] || { echo "$stderr"; false; }
+	run -1 --separate-stderr forge status --db "$gone"
+	[[ "${stderr_lines[0]}" == "forge status: no database at '$gone': "* ]] || { echo "$stderr"; false; }
+	run -2 --separate-stderr forge cancel --db "$gone" NOSUCH
+	[[ "${stderr_lines[0]}" == "forge cancel: no database at '$gone': "* ]] || { echo "$stderr"; false; }
+	# forge-supervisor run by its own name keeps it
+	run -0 --separate-stderr forge-supervisor history --db "$gone"
+	[[ "${stderr_lines[0]}" == "forge-supervisor: no database at '$gone': "* ]] || { echo "$stderr"; false; }
+	# a warning of the configuration's, from forge run
+	mkdir -p .forge
+	echo '{"llm":{"base_url":"http://127.0.0.1:9/v1"}}' >.forge/config.json
+	run -5 --separate-stderr forge run --dry-run --provider replay --cassette /dev/null "x" </dev/null
+	[[ $stderr == *"forge run: warning: ignoring llm.base_url of $PWD/.forge/config.json: "* ]] || { echo "$stderr"; false; }
+}
+
 @test "a read command given a database that does not exist creates nothing: it reads as empty and says where it looked" {
 	local gone="$BATS_TEST_TMPDIR/no-such-dir/forge.db"
 	local said="no database at '$gone': nothing has been recorded there yet (read as empty; check --db or FORGE_DB)"

@@ -192,6 +192,27 @@ checkout_untouched() {
 	events_of implement.summary | jq -e '.summary == "nothing to change after all"'
 }
 
+@test "tests_added: Rust unit tests written inline in src/ (#[test] fns in #[cfg(test)] mod tests) count; a src file without one does not" {
+	plan_state T9 >"$BATS_TEST_TMPDIR/plan.json"
+	echo '{"implement": {"validate": false}, "memory": {"reflect": false}}' >"$BATS_TEST_TMPDIR/c.json"
+	mkdir -p src && printf 'pub fn old() {}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn old_works() {}\n}\n' >src/old.rs
+	git add src/old.rs && git commit -qm "old.rs"
+	# (before: tests_added was [], none of these paths looks like a test's)
+	local lib='pub fn mul(a: i64, b: i64) -> i64 { a * b }\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn mul_works() { assert_eq!(mul(6, 7), 42); }\n}\n'
+	local net='pub async fn ping() {}\n\n#[cfg(test)]\nmod tests {\n    #[tokio::test(flavor = "multi_thread")]\n    async fn pings() { super::ping().await; }\n}\n'
+	local plain='// #[test] in a comment is not at a line start\npub fn add(a: i64, b: i64) -> i64 { a + b }\n#[cfg(test)]\nmod tests {}\n'
+	mock "$(jq -nc --arg lib "$(printf "$lib")" --arg net "$(printf "$net")" --arg plain "$(printf "$plain")" '[{tool_calls: [
+		{name: "write_file", input: {path: "src/lib.rs", content: $lib}},
+		{name: "write_file", input: {path: "src/net.rs", content: $net}},
+		{name: "write_file", input: {path: "src/add.rs", content: $plain}},
+		{name: "write_file", input: {path: "src/old.rs", content: "pub fn old() {}\n"}},
+		{name: "write_file", input: {path: "tests/mul.rs", content: "#[test]\nfn t() {}\n"}}]},
+		{tool_calls: [{name: "finish", input: {summary: "mul"}}]}]')"
+	run -0 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
+	last_state | jq -e '(.changes.files | length) == 5 and (.changes.tests_added | sort) == ["src/lib.rs", "src/net.rs", "tests/mul.rs"]' ||
+		{ last_state | jq -c .changes.tests_added; false; }
+}
+
 @test "a Latin-1 file: read_file shows it as Latin-1 and says so; edit_file and apply_patch given that text keep its bytes" {
 	# (before: its bytes were shown as U+FFFD with no word, and edit_file
 	# given that text answered "`old` was not found")

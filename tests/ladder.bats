@@ -248,10 +248,11 @@ completed_once() {
 	# the repository asks for level 4, where the staging deploy goes by itself
 	echo '{"safety":{"automation_level":4}}' >"$project"
 	run -4 --separate-stderr forge run "add a mul operation" </dev/null
+	local said=$stderr
 	T=$(last_trace)
 	stopped_at staging_deploy test ok
-	[ "$(grep -c 'warning: ignoring' <<<"$stderr")" -eq 1 ]
-	[[ $stderr == *"forge: warning: ignoring safety.automation_level of $project: a repository's configuration may not choose where your API key is sent, nor loosen your sandbox, tool permissions, gates, automation level, prices or limits; to let it, set \"trust_project\": true in your own configuration"* ]]
+	[ "$(grep -c 'warning: ignoring' <<<"$said")" -eq 1 ]
+	[[ $said == *"forge run: warning: ignoring safety.automation_level of $project: a repository's configuration may not choose where your API key is sent, nor loosen your sandbox, tool permissions, gates, automation level, prices or limits; to let it, set \"trust_project\": true in your own configuration"* ]]
 	run -0 --separate-stderr events_of "$T" run.started
 	jq -e --arg f "user: $user" '.automation_level == 2 and .level_from == $f' <<<"$output"
 	run -0 --separate-stderr events_of "$T" run.config_ignored
@@ -261,9 +262,10 @@ completed_once() {
 	run -0 --separate-stderr forge config get safety.ladder
 	jq -c '{safety: {ladder: (.[2].staging_deploy = "auto")}}' <<<"$output" >"$project"
 	run -4 --separate-stderr forge run "add a mul operation" </dev/null
+	said=$stderr
 	T=$(last_trace)
 	stopped_at staging_deploy test ok
-	[[ $stderr == *"forge: warning: ignoring safety.ladder of $project: "* ]]
+	[[ $said == *"forge run: warning: ignoring safety.ladder of $project: "* ]]
 	# the user's trust lets both through: nothing asks
 	echo '{"safety":{"automation_level":4}}' >"$project"
 	echo '{"safety":{"automation_level":2},"trust_project":true}' >"$user"

@@ -107,6 +107,20 @@ reference_server() {
 	assert_output "no MCP servers configured (mcp.servers)"
 }
 
+@test "forge mcp: --config is read and checked as by every program; --db is taken, opens nothing, and --help says so" {
+	# (before: --help listed --db as "the database" and nothing said it was not used)
+	run -0 --separate-stderr forge-mcp --help
+	assert_output --partial "--db
+is taken and not opened: a server tried here is not a run, nothing is
+recorded in the database."
+	run -2 --separate-stderr forge-mcp list --config "$BATS_TEST_TMPDIR/nosuch.json"
+	[ "$stderr" = "forge-mcp: cannot open '$BATS_TEST_TMPDIR/nosuch.json': No such file or directory" ]
+	servers "$(jq -n --arg cmd "$SERVER" '{s: {command: $cmd}}')"
+	run -0 --separate-stderr forge --db "$BATS_TEST_TMPDIR/no/such/dir/x.db" mcp call s echo '{"text":"hi"}'
+	assert_output "hi"
+	[ ! -e "$BATS_TEST_TMPDIR/no" ]
+}
+
 @test "forge mcp list: a description over 16 KiB is cut (on a character), a tool whose schema is over 64 KiB is left out, with warnings" {
 	jq -n '[{name: "long", description: ("d" + "é" * 10000), inputSchema: {type: "object"}},
 		{name: "wide", description: "A huge schema.", inputSchema: {type: "object", properties: {x: {type: "string", description: ("s" * 70000)}}}},

@@ -261,6 +261,19 @@ EOF
 	assert_line --index 0 "usage: forge-pipeline check PIPELINE [--json]"
 }
 
+@test "--config is read and checked as by every program; --db is taken, opens nothing, and --help says so" {
+	# (before: --help listed --db as "the database" and nothing said it was not used)
+	run -0 --separate-stderr forge-pipeline --help
+	assert_output --partial "--db
+is taken and not opened: pipelines are files, not records in the database."
+	run -2 --separate-stderr forge-pipeline list --config "$BATS_TEST_TMPDIR/nosuch.json"
+	[ "$stderr" = "forge-pipeline: cannot open '$BATS_TEST_TMPDIR/nosuch.json': No such file or directory" ]
+	run -0 --separate-stderr forge pipeline --db "$BATS_TEST_TMPDIR/x.db" check default
+	[ ! -e "$BATS_TEST_TMPDIR/x.db" ]
+	run -0 --separate-stderr forge --db "$BATS_TEST_TMPDIR/no/such/dir/x.db" pipeline list
+	[ ! -e "$BATS_TEST_TMPDIR/no" ]
+}
+
 @test "bash completion: PIPELINE operands complete with the names forge pipeline list prints" {
 	run -0 bash -c 'source "$1" && shift && COMP_WORDS=("$@") && COMP_CWORD=$(($# - 1)) && _forge &&
 		printf "%s\n" "${COMPREPLY[@]}"' _ "$FORGE_ROOT/share/completions/forge.bash" forge pipeline show rev

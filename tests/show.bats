@@ -252,6 +252,30 @@ setup() {
 	[[ $line == *"  fix the parser  Steps: [2J" ]] || { echo "$line"; false; }
 }
 
+@test "forge history, status and show --json: money as it is printed, without a float sum's noise (0.3, not 0.30000000000000004)" {
+	# the run's cost from its model calls' log: 0.1 + 0.2 (before: history
+	# and status said 0.30000000000000004; show's implement cost
+	# 0.05039999999999999, its sum of events)
+	sqlite3 "$FORGE_DB" "update llm_calls set cost_usd = 0 where trace_id = '$T1';
+		update llm_calls set cost_usd = 0.1 where id = (select min(id) from llm_calls where trace_id = '$T1');
+		update llm_calls set cost_usd = 0.2 where id = (select max(id) from llm_calls where trace_id = '$T1');
+		update runs set total_cost_usd = 0 where id = '$T1'"
+	[ "$(sqlite3 "$FORGE_DB" "select printf('%!.17g', sum(cost_usd)) from llm_calls where trace_id = '$T1'")" = 0.30000000000000004 ]
+	run -0 forge history --json
+	[[ $output == *'"trace_id":"'$T1'"'*'"total_cost_usd":0.3,'* ]] || { echo "$output"; false; }
+	run -0 forge status --json "$T1"
+	[[ $output == *'"total_cost_usd":0.3,'* ]] || { echo "$output"; false; }
+	run -0 forge show --json "$T1"
+	jq -e '.run.total_cost_usd == 0.3 and .cost.usd == 0.3 and ([.phase_cost[].usd] == [0.01905, 0.0504])' <<<"$output"
+	for cmd in "history --json" "status --json $T1" "show --json $T1"; do
+		run -0 forge $cmd
+		! grep -Eo '"[a-z_]*usd":-?[0-9]+\.[0-9]{10,}' <<<"$output"
+	done
+	# the text as before
+	run -0 forge status "$T1"
+	assert_line "cost     \$0.3000 (19430 tokens)"
+}
+
 @test "forge diff: a binary file and a Latin-1 one in the patch as git apply takes them" {
 	wt="$REPO/.git/forge/worktrees/$T1"
 	git -C "$wt" checkout -q "forge/$T1" 2>/dev/null || true

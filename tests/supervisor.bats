@@ -583,6 +583,26 @@ branch_log() {
 	[[ $stderr == *$'\n'"forge: node 'plan' failed; once what failed is fixed, \`forge resume $(last_trace)\` runs it again"* ]]
 }
 
+@test "-q: a run that ends rejected (a deploy rolled back) says so on one line with its reason" {
+	replay run-clean.jsonl
+	echo '{"deploy":{"strategy":"command"},"tools":{"deploy_command":"exit 3","rollback_command":"true"}}' \
+		>"$BATS_TEST_TMPDIR/roll.json"
+	# (before: exit 1 and nothing at all on stdout or stderr)
+	run -1 --separate-stderr forge run -q --config "$BATS_TEST_TMPDIR/roll.json" "add a mul operation" </dev/null
+	T=$(last_trace)
+	[ -z "$output" ]
+	[ "${#stderr_lines[@]}" -eq 1 ] || { echo "$stderr"; false; }
+	[[ $stderr == "forge: run $T was rejected: deploy said no: the deploy command failed at 100%: 'exit 3' exited with status 3; rolled back; next: \`forge run 'add a mul operation'\` ("*"forge show $T"* ]] || { echo "$stderr"; false; }
+	# a resume -q of it says its own one line, not a second
+	run -1 --separate-stderr forge resume -q "$T" </dev/null
+	[ "${#stderr_lines[@]}" -eq 1 ] || { echo "$stderr"; false; }
+	[[ $stderr == "forge: run $T had already ended: "* ]]
+	# without -q the summary says it, as before
+	run -1 --separate-stderr forge run --config "$BATS_TEST_TMPDIR/roll.json" "add a mul operation" </dev/null
+	[[ $stderr != *"was rejected: "* ]]
+	[[ $output == *"Run $(last_trace) rejected"* ]] || { echo "$output"; false; }
+}
+
 @test "a resume given another --config still deploys as the run was started, and says so; a rolled-back deploy resumed says what happened and what to do" {
 	replay run-clean.jsonl
 	echo '{"deploy":{"environment":"production","strategy":"command"},"tools":{"deploy_command":"exit 3","rollback_command":"true"}}' \

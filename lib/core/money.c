@@ -21,3 +21,10 @@ char *money_fmt(char *out, size_t n, double usd)
 		 tenth_mills % 10000);
 	return out;
 }
+
+double money_round(double usd)
+{
+	if (!isfinite(usd) || fabs(usd) >= 9e9)
+		return usd;
+	return (double)llround(usd * 1e9) / 1e9;
+}

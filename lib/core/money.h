@@ -23,4 +23,9 @@
  * finite as "%.4f" prints it.  Returns out. */
 char *money_fmt(char *out, size_t n, double usd);
 
+/* usd rounded to nano-dollars, the step money_fmt first rounds to: what a
+ * view writes as JSON, so a sum is 0.3, not 0.30000000000000004 (a value
+ * that is not finite, or beyond about 9e9 USD, as it is). */
+double money_round(double usd);
+
 #endif
