@@ -1317,6 +1317,25 @@ static void summary(struct sup *s, int code)
 	jv_free(shown);
 }
 
+/* line (consumed), then the command that goes on from here between
+ * before and after and why it does (runview_next), cleaned of escape
+ * sequences, on one line of stderr. */
+static void say_with_next(struct sup *s, struct buf *line, const char *before, const char *after)
+{
+	struct buf next = BUF_INIT, why = BUF_INIT;
+
+	runview_next(&next, &why, s->o->store, NULL, s->o->cfg, s->trace);
+	if (next.len)
+		buf_addf(line, "%s%s%s", before, next.buf, after);
+	if (why.len)
+		buf_addf(line, " (%s)", why.buf);
+	term_clean_line(line->buf, line->len);
+	fprintf(stderr, "%s\n", line->buf);
+	buf_release(line);
+	buf_release(&next);
+	buf_release(&why);
+}
+
 /*
  * A run a breaker stopped (exit 3): one line on stderr, in every mode (-q
  * and --json too), as a failed node and a gate that waits have theirs --
@@ -1330,7 +1349,7 @@ static void summary(struct sup *s, int code)
 static void said_tripped(struct sup *s)
 {
 	jv run = jv_null(), trip = jv_null(), p;
-	struct buf line = BUF_INIT, next = BUF_INIT, why = BUF_INIT;
+	struct buf line = BUF_INIT;
 
 	store_run_get_brief(&run, s->o->store, s->trace);
 	store_event_last(&trip, s->o->store, s->trace, "breaker.tripped");
@@ -1343,16 +1362,7 @@ static void said_tripped(struct sup *s)
 		buf_addf(&line, "breaker %s tripped%s%s: %s", breaker, phase ? " in " : "", phase ? phase : "", reason);
 	else
 		buf_addf(&line, "a breaker tripped: %s", error && *error ? error : "no reason recorded");
-	runview_next(&next, &why, s->o->store, NULL, s->o->cfg, s->trace);
-	if (next.len)
-		buf_addf(&line, "; `%s` continues it", next.buf);
-	if (why.len)
-		buf_addf(&line, " (%s)", why.buf);
-	term_clean_line(line.buf, line.len);
-	fprintf(stderr, "%s\n", line.buf);
-	buf_release(&line);
-	buf_release(&next);
-	buf_release(&why);
+	say_with_next(s, &line, "; `", "` continues it");
 	jv_free(p);
 	jv_free(trip);
 	jv_free(run);
@@ -1369,7 +1379,7 @@ static void said_tripped(struct sup *s)
 static void said_rejected(struct sup *s)
 {
 	jv run = jv_null();
-	struct buf line = BUF_INIT, next = BUF_INIT, why = BUF_INIT;
+	struct buf line = BUF_INIT;
 
 	if (s->end_said || sup_lease_lost())
 		return;
@@ -1377,16 +1387,7 @@ static void said_rejected(struct sup *s)
 	const char *error = json_get_str(run, "error");
 
 	buf_addf(&line, "forge: run %s was rejected: %s", s->trace, error && *error ? error : "no reason recorded");
-	runview_next(&next, &why, s->o->store, NULL, s->o->cfg, s->trace);
-	if (next.len)
-		buf_addf(&line, "; next: `%s`", next.buf);
-	if (why.len)
-		buf_addf(&line, " (%s)", why.buf);
-	term_clean_line(line.buf, line.len);
-	fprintf(stderr, "%s\n", line.buf);
-	buf_release(&line);
-	buf_release(&next);
-	buf_release(&why);
+	say_with_next(s, &line, "; next: `", "`");
 	jv_free(run);
 }
 
