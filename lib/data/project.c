@@ -119,36 +119,56 @@ static bool npm_script(const char *root, const char *script)
 	return found;
 }
 
+/* Whether the directory dir of root ("" for root itself) holds an entry
+ * that match() takes: match(root, dir/NAME or NAME, NAME). */
+static bool dir_holds(const char *root, const char *dir, bool (*match)(const char *, const char *, const char *))
+{
+	char path[4096];
+	DIR *d;
+	struct dirent *e;
+	bool found = false;
+
+	snprintf(path, sizeof path, "%s%s%s", root, *dir ? "/" : "", dir);
+	if (!(d = opendir(path)))
+		return false;
+	while (!found && (e = readdir(d))) {
+		char rel[512];
+
+		snprintf(rel, sizeof rel, "%s%s%s", dir, *dir ? "/" : "", e->d_name);
+		found = match(root, rel, e->d_name);
+	}
+	closedir(d);
+	return found;
+}
+
+static bool bats_file(const char *root, const char *rel, const char *name)
+{
+	size_t n = strlen(name);
+
+	(void)root;
+	(void)rel;
+	return n > 5 && strcmp(name + n - 5, ".bats") == 0;
+}
+
 static const char *bats_dir(const char *root)
 {
 	static const char *const dirs[] = { "test", "tests" };
 
-	for (size_t i = 0; i < 2; i++) {
-		char path[4096];
-		snprintf(path, sizeof path, "%s/%s", root, dirs[i]);
-		DIR *d = opendir(path);
-		struct dirent *e;
-		bool found = false;
-		if (!d)
-			continue;
-		while (!found && (e = readdir(d))) {
-			size_t n = strlen(e->d_name);
-			found = n > 5 && strcmp(e->d_name + n - 5, ".bats") == 0;
-		}
-		closedir(d);
-		if (found)
+	for (size_t i = 0; i < 2; i++)
+		if (dir_holds(root, dirs[i], bats_file))
 			return dirs[i];
-	}
 	return NULL;
 }
 
-/* Whether name is a file pytest collects by default: test_*.py or *_test.py. */
-static bool pytest_file(const char *name)
+/* Whether name is a file pytest collects by default: test_*.py or
+ * *_test.py, a regular one. */
+static bool pytest_file(const char *root, const char *rel, const char *name)
 {
 	size_t n = strlen(name);
 
 	return n > 3 && strcmp(name + n - 3, ".py") == 0 &&
-	       (strncmp(name, "test_", 5) == 0 || (n > 8 && strcmp(name + n - 8, "_test.py") == 0));
+	       (strncmp(name, "test_", 5) == 0 || (n > 8 && strcmp(name + n - 8, "_test.py") == 0)) &&
+	       exists(root, rel);
 }
 
 /* Python tests laid out for pytest without a file that names it: a
@@ -161,23 +181,9 @@ static bool pytest_layout(const char *root)
 
 	if (exists(root, "conftest.py"))
 		return true;
-	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
-		char path[4096];
-		snprintf(path, sizeof path, "%s%s%s", root, *dirs[i] ? "/" : "", dirs[i]);
-		DIR *d = opendir(path);
-		struct dirent *e;
-		bool found = false;
-		if (!d)
-			continue;
-		while (!found && (e = readdir(d))) {
-			char rel[512];
-			snprintf(rel, sizeof rel, "%s%s%s", dirs[i], *dirs[i] ? "/" : "", e->d_name);
-			found = pytest_file(e->d_name) && exists(root, rel);
-		}
-		closedir(d);
-		if (found)
+	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+		if (dir_holds(root, dirs[i], pytest_file))
 			return true;
-	}
 	return false;
 }
 
