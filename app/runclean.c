@@ -103,15 +103,14 @@ static int remove_worktree(struct forge_git *g, const char *trace, const char *n
  * the run's refs stay; 0 when not, -1. */
 static int branch_in_use(struct forge_git *g, const char *name, FILE *out)
 {
-	struct buf ref = BUF_INIT, own = BUF_INIT, old = BUF_INIT;
+	struct buf ref = BUF_INIT, own = BUF_INIT;
 	char *where = NULL;
 	int rc;
 
 	buf_addf(&ref, "refs/heads/forge/%s", name);
-	buf_addf(&own, "%s/%s", forge_git_runs_dir(g), name);
-	buf_addf(&old, "%s/.forge/worktrees/%s", forge_git_root(g), name);    /* an older Forge's */
+	buf_addf(&own, "%s/.forge/worktrees/%s", forge_git_root(g), name);
 	rc = forge_git_checked_out_in(&where, g, ref.buf);
-	if (rc == 0 && where && strcmp(where, own.buf) != 0 && strcmp(where, old.buf) != 0) {
+	if (rc == 0 && where && strcmp(where, own.buf) != 0) {
 		fprintf(out, "kept branch forge/%s: it is checked out in %s (switch that checkout to another "
 			     "branch, then forge gc)\n", name, where);
 		rc = 1;
@@ -119,7 +118,6 @@ static int branch_in_use(struct forge_git *g, const char *name, FILE *out)
 	free(where);
 	buf_release(&ref);
 	buf_release(&own);
-	buf_release(&old);
 	return rc;
 }
 

@@ -43,7 +43,7 @@ static const struct cli_spec spec = {
 	.name = "forge-gc",
 	.synopsis = "[--dry-run] [--resumable]",
 	.description = "Remove what cancelled, failed and merged runs, and completed runs that made no\n"
-		       "change, left in the repository: their worktrees under .git/forge/worktrees\n"
+		       "change, left in the repository: their worktrees under .forge/worktrees\n"
 		       "(uncommitted changes too; a no-change run with some, or with an interrupted\n"
 		       "attempt's work on refs/forge/TRACE/saved/N its branch lacks, is kept), their branches\n"
 		       "forge/TRACE and their refs under refs/forge/TRACE/.  Runs that are running,\n"
@@ -281,7 +281,6 @@ static int changed_since(struct store *st, struct forge_git *g, const char *trac
 	jv files = jv_null(), wts = jv_null(), status = jv_null();
 	struct forge_git_worktree *wt = NULL;
 	const char *what = NULL;
-	char *path = NULL;
 
 	runview_refs(&branch, &base, st, trace);
 	if (forge_git_resolve(&tip, g, branch) == 0 &&
@@ -289,23 +288,18 @@ static int changed_since(struct store *st, struct forge_git *g, const char *trac
 	     jv_get_kind(files) != JV_KIND_ARRAY || jv_array_length(jv_copy(files)) > 0))
 		what = "its branch has a change against its base";
 	/* (only a worktree that is there is opened: opening makes a missing one) */
-	if (forge_git_run_name(name, trace) == 0 && forge_git_worktree_list(&wts, g, trace) == 0 &&
+	if (!what && forge_git_run_name(name, trace) == 0 && forge_git_worktree_list(&wts, g, trace) == 0 &&
 	    jv_get_kind(wts) == JV_KIND_ARRAY && jv_array_length(jv_copy(wts)) > 0) {
 		jv w = jv_array_get(jv_copy(wts), 0);
-
-		if (json_get_bool(w, "valid", false))
-			path = xstrdup(json_get_str(w, "path") ? json_get_str(w, "path") : "");
-		if (!what && json_get_bool(w, "valid", false) &&
+		if (json_get_bool(w, "valid", false) &&
 		    (forge_git_worktree_open(&wt, g, trace, NULL) < 0 || forge_git_status(&status, wt) < 0 ||
 		     jv_array_length(jv_copy(status)) > 0))
 			what = "its worktree has uncommitted changes";
 		jv_free(w);
 	}
-	if (what && path)
-		printf("run %s (completed): kept: %s (forge diff %s, git -C '%s' status)\n", trace, what, trace,
-		       path);
-	else if (what)
-		printf("run %s (completed): kept: %s (forge diff %s)\n", trace, what, trace);
+	if (what)
+		printf("run %s (completed): kept: %s (forge diff %s, git -C .forge/worktrees/%s status)\n",
+		       trace, what, trace, forge_git_run_name(name, trace) == 0 ? name : trace);
 	else
 		what = saved_kept(st, g, trace) ? "saved" : NULL;
 	forge_git_worktree_free(wt);
@@ -315,7 +309,6 @@ static int changed_since(struct store *st, struct forge_git *g, const char *trac
 	free(tip);
 	free(branch);
 	free(base);
-	free(path);
 	return what != NULL;
 }
 

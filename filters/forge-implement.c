@@ -2,7 +2,7 @@
  * forge-implement - plan (+ review findings or fixable test failures on a
  * bounce) → changes (DESIGN.md §3; seed 000 §7.2; TDD: seed 004 §3.3).
  *
- * All work happens in the run's own git worktree, <repo>/.git/forge/worktrees/
+ * All work happens in the run's own git worktree, <repo>/.forge/worktrees/
  * TRACE on branch forge/TRACE (lib/git/git.h), made on the first run and
  * reopened on bounces; the user's checkout is never touched.  The agent
  * gets the edit tools (read_file, list_files, grep, write_file, edit_file,

@@ -225,7 +225,7 @@ no_saved_refs() {
 	held_config false
 	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i')"
 	start_run
-	until_true eval 'ls "$REPO"/.git/forge/worktrees/*/test-results.xml >/dev/null 2>&1'
+	until_true eval 'ls "$REPO"/.forge/worktrees/*/test-results.xml >/dev/null 2>&1'
 	kill -9 -- "-$SUP"
 	wait "$SUP" || true
 	T=$(trace_of_run)
@@ -257,7 +257,7 @@ no_saved_refs() {
 	held_config true
 	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i')"
 	start_run
-	until_true eval 'ls "$REPO"/.git/forge/worktrees/*/test-results.xml >/dev/null 2>&1'
+	until_true eval 'ls "$REPO"/.forge/worktrees/*/test-results.xml >/dev/null 2>&1'
 	kill -9 -- "-$SUP"
 	wait "$SUP" || true
 	T=$(trace_of_run)
@@ -726,7 +726,7 @@ ctrl_c_once_shown() {
 	[ "$(cat "$BATS_TEST_TMPDIR/pipe.rc")" = "0 130 130" ]
 	T=$(git -C "$REPO" for-each-ref --format='%(refname:lstrip=3)' refs/heads/forge/)
 	[ -n "$T" ]
-	wt="$REPO/.git/forge/worktrees/$T"
+	wt="$REPO/.forge/worktrees/$T"
 	[ -d "$wt" ]
 	# (before: "interrupted; the last checkpoint stands" from both, of a run that is not)
 	run -0 cat "$BATS_TEST_TMPDIR/pipe.err"
@@ -766,7 +766,7 @@ ctrl_c_once_shown() {
 	# `git worktree remove --force ...`": a resumable run's work, removed)
 	run -0 cat "$BATS_TEST_TMPDIR/rv.err"
 	assert_output "forge-review: interrupted; the last checkpoint stands"
-	[ -d "$REPO/.git/forge/worktrees/$T" ]
+	[ -d "$REPO/.forge/worktrees/$T" ]
 	[ "$(forge status --json "$T" | jq -r .run.status)" != completed ]
 }
 

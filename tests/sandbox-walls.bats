@@ -1146,7 +1146,7 @@ echo "{\"sandbox\":{\"namespaces\":\"off\"}}" >.forge/config.json; echo forge=$?
 	run -3 --separate-stderr forge run "add mul" --phases plan,implement --auto-approve </dev/null
 	[[ $output =~ next\ +forge\ resume ]]
 	T=$(forge history --json -n 1 | jq -r .trace_id)
-	W=$(ls -d "$UD"/calc/.git/forge/worktrees/*)
+	W=$(ls -d "$UD"/calc/.forge/worktrees/*)
 	[ -L "$W/tests" ]
 	mock_script "[$refl,{\"tool_calls\":[{\"name\":\"finish\",\"input\":{\"summary\":\"done\"}}]}]"
 	run -0 --separate-stderr forge resume "$T" </dev/null

@@ -461,7 +461,7 @@ branch_log() {
 	run -4 --separate-stderr forge run -q "add a mul operation" </dev/null
 	T=$(last_trace)
 	C=$(forge status --json "$T" | jq -r .state.changes.commit)
-	git -C "$REPO" worktree remove --force ".git/forge/worktrees/$T"
+	git -C "$REPO" worktree remove --force ".forge/worktrees/$T"
 	git -C "$REPO" branch -q -D "forge/$T"
 	run -0 forge gate approve "$(forge gate list --json | jq -r .id)"
 	run -0 --separate-stderr forge resume "$T" </dev/null
@@ -959,7 +959,7 @@ branch_log() {
 	T=$(last_trace)
 	run -0 forge status --json "$T"
 	jq -e --arg f "$feature" '.state.task.base_commit == $f and .state.task.base_branch == "feature"' <<<"$output"
-	[ -d "$REPO/.git/forge/worktrees/$T" ]        # .forge stays in the main working tree
+	[ -d "$REPO/.forge/worktrees/$T" ]        # .forge stays in the main working tree
 	git checkout -q calc.c
 	run -0 --separate-stderr forge merge "$T"
 	[[ $output == "merged forge/$T into feature (fast-forward) at "* ]]
@@ -984,22 +984,19 @@ branch_log() {
 	# forge-plan "'…/proj' is not in a git repository", exit 5)
 	T=$(last_trace)
 	[ "$(ls -A "$BATS_TEST_TMPDIR/proj")" = "$(printf 'main\nrepo.git')" ]
-	# the runs' worktrees in this checkout's own git directory, which names it
-	WT="$BATS_TEST_TMPDIR/proj/repo.git/worktrees/main/forge/worktrees/$T"
-	[ -d "$WT" ]
-	[ "$(cat "$BATS_TEST_TMPDIR/proj/repo.git/worktrees/main/forge/root")" = "$PWD" ]
-	[ "$(git -C "$WT" rev-parse --git-common-dir)" = "$BATS_TEST_TMPDIR/proj/repo.git" ]
+	[ -d ".forge/worktrees/$T" ]
+	[ "$(git -C ".forge/worktrees/$T" rev-parse --git-common-dir)" = "$BATS_TEST_TMPDIR/proj/repo.git" ]
 	run -0 forge status --json "$T"
 	jq -e --arg r "$PWD" '.run.status == "completed" and .state.task.repo == $r' <<<"$output"
 	run -0 forge events replay "$T"
 	jq -s -e '[.[] | select(.type == "test.started") | .payload.source] == ["config"]' <<<"$output"
 	# from inside the run's worktree the root is still this checkout
-	(cd "$WT" && forge status --json "$T") | jq -e --arg t "$T" '.run.trace_id == $t'
+	(cd ".forge/worktrees/$T" && forge status --json "$T") | jq -e --arg t "$T" '.run.trace_id == $t'
 	run -0 --separate-stderr forge merge "$T"
 	[[ $output == "merged forge/$T into main (fast-forward) at "* ]]
 	grep -q calc_mul calc.c
 	run -0 --separate-stderr forge gc
-	[ ! -e "$WT" ]
+	[ ! -e ".forge/worktrees/$T" ]
 	# --separate-git-dir: its linked worktree (its main working tree no file names)
 	mkdir "$BATS_TEST_TMPDIR/gitdirs"
 	git init -q -b main --separate-git-dir "$BATS_TEST_TMPDIR/gitdirs/sep.git" "$BATS_TEST_TMPDIR/sep"
@@ -1010,9 +1007,7 @@ branch_log() {
 	run -0 --separate-stderr forge run "add a mul operation" </dev/null
 	T=$(last_trace)
 	[ "$(ls -A "$BATS_TEST_TMPDIR/gitdirs")" = sep.git ]
-	WT="$BATS_TEST_TMPDIR/gitdirs/sep.git/worktrees/sepwt/forge/worktrees/$T"
-	[ "$(git -C "$WT" rev-parse --abbrev-ref HEAD)" = "forge/$T" ]
-	(cd "$WT" && forge status --json "$T") | jq -e --arg t "$T" '.run.trace_id == $t'
+	[ "$(git -C ".forge/worktrees/$T" rev-parse --abbrev-ref HEAD)" = "forge/$T" ]
 	run -0 forge status --json "$T"
 	jq -e --arg r "$PWD" '.run.status == "completed" and .state.task.repo == $r and .state.task.base_branch == "other"' <<<"$output"
 }
@@ -1027,7 +1022,7 @@ branch_log() {
 	run -0 --separate-stderr forge resume --config "$CONFIGS/high-risk.json" "$T" </dev/null
 	run -0 forge status --json "$T"
 	jq -e --arg r "$BATS_TEST_TMPDIR/moved" '.run.status == "completed" and .state.task.repo == $r and
-		.state.task.worktree == $r + "/.git/forge/worktrees/" + .state.trace_id' <<<"$output"
+		.state.task.worktree == $r + "/.forge/worktrees/" + .state.trace_id' <<<"$output"
 	run -0 forge events replay "$T"
 	jq -s -e --arg r "$BATS_TEST_TMPDIR/moved" '[.[] | select(.type == "run.adopted") | .payload.repo] == [$r]' <<<"$output"
 	[ "$(git log --format=%s -1 "forge/$T")" = "forge: add a mul operation (attempt 1)" ]
@@ -1053,9 +1048,9 @@ branch_log() {
 	run -4 --separate-stderr forge run --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null
 	T=$(last_trace)
 	forge gate approve "$(forge gate list --json | jq -r .id)" >/dev/null
-	echo "my note" >"$REPO/.git/forge/worktrees/$T/NOTE"
-	git -C "$REPO/.git/forge/worktrees/$T" add NOTE
-	git -C "$REPO/.git/forge/worktrees/$T" commit -q -m "a person's commit"
+	echo "my note" >"$REPO/.forge/worktrees/$T/NOTE"
+	git -C "$REPO/.forge/worktrees/$T" add NOTE
+	git -C "$REPO/.forge/worktrees/$T" commit -q -m "a person's commit"
 	run -0 --separate-stderr forge resume --config "$CONFIGS/high-risk.json" "$T" </dev/null
 	# (before: only a worktree.recovered event said where it went)
 	[[ $stderr == *"forge: the run's worktree had changes its last checkpoint does not have: kept on refs/forge/$T/saved/1"* ]]
@@ -1066,7 +1061,7 @@ branch_log() {
 	replay run-highrisk.jsonl
 	run -4 --separate-stderr forge run --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null
 	T=$(last_trace)
-	wt="$REPO/.git/forge/worktrees/$T"
+	wt="$REPO/.forge/worktrees/$T"
 	forge gate approve "$(forge gate list --json | jq -r .id)" >/dev/null
 	head=$(git rev-parse "forge/$T")
 	echo "my note" >"$wt/NOTE"
@@ -1348,7 +1343,7 @@ no_first_checkpoint() {
 
 # nothing_made: no run row, no worktree, no forge/* branch.
 nothing_made() {
-	[ ! -e "$REPO/.git/forge/worktrees" ] || [ -z "$(ls -A "$REPO/.git/forge/worktrees")" ]
+	[ ! -e "$REPO/.forge/worktrees" ] || [ -z "$(ls -A "$REPO/.forge/worktrees")" ]
 	[ -z "$(git -C "$REPO" branch --list 'forge/*')" ]
 	[ "$(git -C "$REPO" worktree list | wc -l)" -eq 1 ]
 	if [ -e "$REPO/.forge/forge.db" ]; then
@@ -1392,7 +1387,7 @@ nothing_made() {
 	run -0 --separate-stderr forge run --phases plan "add a mul operation" </dev/null
 	t=$(last_trace)
 	# the run's work, as implement would have committed it
-	wt="$EMPTY/.git/forge/worktrees/$t"
+	wt="$EMPTY/.forge/worktrees/$t"
 	echo hello >"$wt/NEW.txt"
 	git -C "$wt" add NEW.txt && git -C "$wt" commit -qm "the run's work"
 	run -0 --separate-stderr forge merge "$t"

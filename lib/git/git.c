@@ -500,36 +500,13 @@ static void strip_slash(char *s)
 		s[--n] = '\0';
 }
 
-char *forge_git_legacy_runs_dir(const char *root)
+/* Whether dir is one of Forge's run worktrees of the main tree root
+ * (<root>/.forge/worktrees/TRACE). */
+static bool is_run_worktree(const char *root, const char *dir)
 {
-	return forge_git_path(root, ".forge/worktrees");
-}
+	size_t n = strlen(root);
 
-bool forge_git_directly_in(const char *path, const char *dir)
-{
-	size_t n = strlen(dir), m;
-
-	while (n > 1 && dir[n - 1] == '/')
-		n--;
-	if (strncmp(path, dir, n) != 0 || path[n] != '/')
-		return false;
-	path += n + 1;
-	m = strlen(path);
-	while (m > 0 && path[m - 1] == '/')
-		m--;
-	return m > 0 && !memchr(path, '/', m);
-}
-
-/* Whether dir is one of Forge's run worktrees: directly in runs (the
- * repository's directory of them, forge_git_runs_dir), or in an older
- * Forge's <root>/.forge/worktrees. */
-static bool is_run_worktree(const char *runs, const char *root, const char *dir)
-{
-	char *legacy = forge_git_legacy_runs_dir(root);
-	bool is = forge_git_directly_in(dir, runs) || forge_git_directly_in(dir, legacy);
-
-	free(legacy);
-	return is;
+	return strncmp(dir, root, n) == 0 && strncmp(dir + n, "/.forge/worktrees/", 18) == 0;
 }
 
 /* ---- ownership: git's safe.directory ------------------------------------ */
@@ -1048,89 +1025,30 @@ static bool same_dir(const char *a, const char *b)
 }
 
 /*
- * Where the runs' worktrees of the repository rooted at root are made:
- * forge/worktrees in the root's own git directory -- the common directory
- * when root is the main working tree (ROOT/.git), else root_repo's (a bare
- * repository's linked worktree: .../worktrees/NAME; a git directory apart
- * from its working tree).  Inside git's directory, where no test runner,
- * linter, indexer or `git clean -x` of the checkout looks (in the checkout's
- * .forge/ jest, vitest and eslint took every run's copy of the project for
- * the project's own).  root_repo: opened at root or at a linked worktree
- * of the same repository.  malloc'd, no trailing slash.
- */
-static char *runs_dir_of(const char *root, git_repository *root_repo)
-{
-	char *dotgit = forge_git_path(root, ".git");
-	const char *common = git_repository_commondir(root_repo);
-	char *gitdir = xstrdup(same_dir(dotgit, common) ? common : git_repository_path(root_repo));
-	char *runs;
-
-	strip_slash(gitdir);
-	runs = forge_git_path(gitdir, "forge/worktrees");
-	free(gitdir);
-	free(dotgit);
-	return runs;
-}
-
-/*
- * The root a run's worktree dir, of a repository with no main working
- * tree, was made for: "GITDIR/forge/worktrees/TRACE" names it in
- * GITDIR/forge/root (written when the first is made, git_worktree.c); an older Forge's
- * "ROOT/.forge/worktrees/TRACE" in its path.  NULL when dir is neither.
- */
-static char *root_named_by(const char *dir)
-{
-	static const char mark[] = "/forge/worktrees/", legacy[] = "/.forge/worktrees/";
-	const char *at = NULL, *p = dir;
-	char *root = NULL;
-
-	while ((p = strstr(p, mark))) {
-		at = p;
-		p += 1;
-	}
-	if (at && at[sizeof mark - 1] && !strchr(at + sizeof mark - 1, '/') && at != dir) {
-		struct buf file = BUF_INIT, text = BUF_INIT;
-
-		buf_addf(&file, "%.*s/forge/root", (int)(at - dir), dir);
-		if (buf_read_file(&text, file.buf) == 0) {
-			while (text.len > 0 && text.buf[text.len - 1] == '\n')
-				text.buf[--text.len] = '\0';
-			if (text.len > 1 && text.buf[0] == '/')
-				root = buf_detach(&text, NULL);
-		}
-		buf_release(&file);
-		buf_release(&text);
-		return root;
-	}
-	at = NULL;
-	p = dir;
-	while ((p = strstr(p, legacy))) {
-		at = p;
-		p += 1;
-	}
-	if (!at || !at[sizeof legacy - 1] || strchr(at + sizeof legacy - 1, '/') || at == dir)
-		return NULL;
-	return xstrndup(dir, (size_t)(at - dir));
-}
-
-/*
  * For a repository with no main working tree (main_tree() NULL), where
  * the root is the checkout a run was started in: when dir is a run's
- * worktree (root_named_by) and its ROOT is a working tree of the same
- * repository (its common directory is common), *out is ROOT and *out_repo
- * ROOT opened: 1.  0 when dir is not such a worktree, FORGE_GIT_NOT_OWNED
- * (a message) when ROOT is another user's.
+ * worktree "ROOT/.forge/worktrees/TRACE" and ROOT is a working tree of the
+ * same repository (its common directory is common), *out is ROOT and
+ * *out_repo ROOT opened: 1.  0 when dir is not such a worktree,
+ * FORGE_GIT_NOT_OWNED (a message) when ROOT is another user's.
  */
 static int run_root(char **out, git_repository **out_repo, const char *dir, const char *common)
 {
+	static const char mark[] = "/.forge/worktrees/";
+	const char *at = NULL, *p = dir;
 	git_repository *r = NULL;
-	char *root = root_named_by(dir);
+	char *root;
 	int rc = 0;
 
 	*out = NULL;
 	*out_repo = NULL;
-	if (!root)
+	while ((p = strstr(p, mark))) {
+		at = p;
+		p += 1;
+	}
+	if (!at || !at[sizeof mark - 1] || strchr(at + sizeof mark - 1, '/') || at == dir)
 		return 0;
+	root = xstrndup(dir, (size_t)(at - dir));
 	rc = forge_git_repo_open(&r, root, GIT_REPOSITORY_OPEN_NO_SEARCH);
 	if (rc == -1) {
 		git_error_clear();
@@ -1181,9 +1099,7 @@ int forge_git_open(struct forge_git **out, const char *path)
 		/* A linked worktree: the root is the main working tree, or, for
 		 * a repository without one, the checkout a run started in. */
 		g->root = main_tree(found);
-		if (g->root)
-			g->runs = runs_dir_of(g->root, found);
-		if (g->root && is_run_worktree(g->runs, g->root, g->checkout)) {
+		if (g->root && is_run_worktree(g->root, g->checkout)) {
 			if ((e = forge_git_repo_open(&g->repo, g->root, GIT_REPOSITORY_OPEN_NO_SEARCH)) != 0) {
 				if (e != -1)
 					rc = e;
@@ -1216,8 +1132,6 @@ int forge_git_open(struct forge_git **out, const char *path)
 		g->repo = found;
 		found = NULL;
 	}
-	if (!g->runs)
-		g->runs = runs_dir_of(g->root, g->repo);
 	*out = g;
 	g = NULL;
 	rc = 0;
@@ -1236,18 +1150,7 @@ void forge_git_free(struct forge_git *g)
 	git_repository_free(g->repo);
 	free(g->root);
 	free(g->checkout);
-	free(g->runs);
 	free(g);
-}
-
-const char *forge_git_runs_dir(const struct forge_git *g)
-{
-	return g->runs;
-}
-
-bool forge_git_is_run_worktree(const struct forge_git *g, const char *dir)
-{
-	return is_run_worktree(g->runs, g->root, dir);
 }
 
 int forge_git_merge_lock(struct forge_git *g)
@@ -2444,7 +2347,7 @@ int forge_git_base_check(struct forge_git *g, const char *base, const char *trac
 	/* (a base that does not resolve is forge_git_worktree_open()'s to report) */
 	if (forge_git_peel(&id, &unborn, g->repo, base) < 0)
 		return 0;
-	e = forge_git_tree_fits(g->repo, unborn ? NULL : &id, g->runs, g->root, name);
+	e = forge_git_tree_fits(g->repo, unborn ? NULL : &id, g->root, name);
 	return e == FORGE_GIT_SETUP ? 1 : e;
 }
 
@@ -2482,7 +2385,7 @@ static int checked_out_in(char **out, struct forge_git *g, const char *name, boo
 		git_worktree_free(wt);
 		if (path)
 			strip_slash(path);
-		if (path && !(skip_runs && is_run_worktree(g->runs, g->root, path)) && on_branch(path, name)) {
+		if (path && !(skip_runs && is_run_worktree(g->root, path)) && on_branch(path, name)) {
 			*out = path;
 			path = NULL;
 		}

@@ -3,8 +3,7 @@
  * worktree and branch, status, diff, commit, save-and-reset, merge, push.
  *
  * Layout.  A run with trace id TRACE works in the linked worktree
- * <root>/.git/forge/worktrees/TRACE (forge_git_runs_dir(); libgit2/git
- * worktree name TRACE) on the
+ * <root>/.forge/worktrees/TRACE (libgit2/git worktree name TRACE) on the
  * branch forge/TRACE -- TRACE standing here for the run's name, which is
  * the trace id itself for a ULID and for any id git and a directory can
  * carry as it is (forge_git_run_name).  Refs kept for the run:
@@ -165,13 +164,12 @@ struct forge_git_worktree;   /* one run's worktree */
  * from a linked worktree.  A repository with no main working tree git
  * knows of -- a bare one's linked worktrees (git clone --bare; git worktree
  * add), a --separate-git-dir one's -- has the checkout path is in as its
- * root (from a run's worktree of one: ROOT, as forge_git_runs_dir's
- * forge/root names it).
+ * root (from a run's worktree ROOT/.forge/worktrees/TRACE of one: ROOT).
  * Its checkout (forge_git_checkout) is the working tree path is in: HEAD,
  * the index, the files and the branch checked out -- what a run starts
  * from and a merge goes into -- are that worktree's when it is a linked
  * worktree of the person's (`git worktree add`), and the root's from a
- * run's own worktree (forge_git_runs_dir()/TRACE) or the root.  Fails with a
+ * run's own worktree (.forge/worktrees/TRACE) or the root.  Fails with a
  * clear message (-1) for a path that is not in a repository (or whose
  * repository cannot be opened for want of file descriptors: "too many
  * open files", the limit named) and for a bare
@@ -202,22 +200,6 @@ int forge_git_identity(char **name, char **email, const char *dir);
 const char *forge_git_root(const struct forge_git *g);
 /* The working tree whose HEAD and files count (see forge_git_open). */
 const char *forge_git_checkout(const struct forge_git *g);
-
-/*
- * Where runs' worktrees are made, absolute, without a trailing slash:
- * forge/worktrees in the root's git directory (ROOT/.git/forge/worktrees;
- * for a bare repository's linked worktree, forge/worktrees in that
- * worktree's own git directory), out of the working tree, so that the
- * project's test runners, linters and `git clean -x` never meet the runs'
- * copies.  An older Forge made them in ROOT/.forge/worktrees; those are
- * used where they are.  Borrowed.
- */
-const char *forge_git_runs_dir(const struct forge_git *g);
-
-/* Whether dir (absolute, as git_worktree_path gives it) is a run's
- * worktree of g's repository: directly in forge_git_runs_dir(), or in an
- * older Forge's ROOT/.forge/worktrees.  By path alone. */
-bool forge_git_is_run_worktree(const struct forge_git *g, const char *dir);
 
 /* The commit `rev` names, as a 40-hex SHA. */
 int forge_git_resolve(char **out, struct forge_git *g, const char *rev);
@@ -250,7 +232,7 @@ bool forge_git_trace_valid(const char *trace);
 
 /*
  * The name of trace's run in git and on disk -- its branch forge/NAME, its
- * refs refs/forge/NAME/..., its worktree RUNS/NAME (forge_git_runs_dir) -- into
+ * refs refs/forge/NAME/..., its worktree .forge/worktrees/NAME -- into
  * out: the trace itself when it is letters, digits, '_' and '-' (at most
  * 100, the first a letter or digit: every ULID), else what a ref and a
  * directory can hold: its safe characters (at most 64, unsafe ones as
@@ -463,7 +445,7 @@ int forge_git_redact_secrets(jv *out, struct forge_git_worktree *wt);
 int forge_git_save_and_reset(char **out, struct forge_git_worktree *wt, const char *commit);
 
 /*
- * The worktrees of runs (forge_git_is_run_worktree), all of them
+ * The worktrees of runs (those under <root>/.forge/worktrees), all of them
  * or only `trace`'s when not NULL, sorted by the run's name:
  * [{"name" (forge_git_run_name: a trace's own for a ULID), "path", "branch" (null when detached), "head" (null when
  * unknown), "valid" (its directory is there), "locked" (`git worktree

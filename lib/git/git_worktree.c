@@ -67,39 +67,15 @@ static int make_own_dir(const char *path)
 	return make_dir(path);
 }
 
-/* GITDIR/forge/root: the root runs' worktrees in GITDIR/forge/worktrees
- * are made for, which nothing else names when the repository has no main
- * working tree (git.c root_named_by).  Written when it says otherwise. */
-static int note_root(const char *runs, const char *root)
-{
-	char *forge = path_parent(runs);
-	char *file = forge_git_path(forge, "root");
-	struct buf want = BUF_INIT, have = BUF_INIT;
-	int rc = 0;
-
-	buf_addf(&want, "%s\n", root);
-	if (buf_read_file(&have, file) < 0 || have.len != want.len || memcmp(have.buf, want.buf, want.len) != 0) {
-		rc = buf_replace_file(file, want.buf, want.len);
-		if (rc == 0)
-			owner_follow(-1, file);
-	}
-	buf_release(&want);
-	buf_release(&have);
-	free(file);
-	free(forge);
-	return rc;
-}
-
 /*
- * <root>/.forge/ with its .gitignore (forge_dir_ignore(): the database
- * and logs ignored; a user's own file left alone) and the directory of
- * runs' worktrees (forge_git_runs_dir: GITDIR/forge/worktrees) with its
- * forge/root.
+ * <root>/.forge/ with its .gitignore (forge_dir_ignore(): the database,
+ * worktrees and logs ignored; a user's own file left alone) and
+ * <root>/.forge/worktrees/.
  */
 static int ensure_forge_dir(struct forge_git *g)
 {
 	char *dir = forge_git_path(g->root, ".forge");
-	char *forge = path_parent(g->runs);
+	char *wts = forge_git_path(dir, "worktrees");
 	int rc = FORGE_GIT_SETUP;
 
 	if (forge_dir_check(g->root) < 0)
@@ -107,7 +83,7 @@ static int ensure_forge_dir(struct forge_git *g)
 	rc = -1;
 	if (make_own_dir(dir) < 0 || forge_dir_ignore(dir) < 0)
 		goto out;
-	if (make_own_dir(forge) < 0 || make_own_dir(g->runs) < 0 || note_root(g->runs, g->root) < 0)
+	if (make_own_dir(wts) < 0)
 		goto out;
 	/*
 	 * libgit2 creates <commondir>/worktrees itself and fails when another
@@ -119,7 +95,7 @@ static int ensure_forge_dir(struct forge_git *g)
 	free(admin);
 out:
 	free(dir);
-	free(forge);
+	free(wts);
 	return rc;
 }
 
@@ -164,7 +140,7 @@ static char *worktree_dir(const struct forge_git *g, const char *name)
 {
 	struct buf p = BUF_INIT;
 
-	buf_addf(&p, "%s/%s", g->runs, name);
+	buf_addf(&p, "%s/.forge/worktrees/%s", g->root, name);
 	return buf_detach(&p, NULL);
 }
 
@@ -281,15 +257,12 @@ static int longest_entry(const char *dir, const git_tree_entry *entry, void *pay
 	return 0;
 }
 
-int forge_git_tree_fits(git_repository *repo, const git_oid *id, const char *runs, const char *root,
-			const char *name)
+int forge_git_tree_fits(git_repository *repo, const git_oid *id, const char *root, const char *name)
 {
 	struct longest l = { 0, BUF_INIT };
 	git_commit *commit = NULL;
 	git_tree *tree = NULL;
-	size_t prefix = strlen(runs) + 1 + strlen(name) + 1, n = strlen(root);
-	/* (shown from the root when in it: a deep root's path is cut at the end) */
-	const char *shown = strncmp(runs, root, n) == 0 && runs[n] == '/' ? runs + n + 1 : runs;
+	size_t prefix = strlen(root) + strlen("/.forge/worktrees/") + strlen(name) + 1;
 	int rc = -1;
 
 	/* the worktree's own .git file, in an empty one too */
@@ -303,9 +276,9 @@ int forge_git_tree_fits(git_repository *repo, const git_oid *id, const char *run
 	rc = 0;
 	if (prefix + l.len >= PATH_MAX) {
 		/* (the message ends with the repository's path: a deep one is cut there) */
-		forge_error("the repository's path is too long for a run's worktree: '%s/%s/%s' "
+		forge_error("the repository's path is too long for a run's worktree: '.forge/worktrees/%s/%s' "
 			    "would be %zu bytes from '/', over the system's limit of %d (PATH_MAX); clone or "
-			    "move the repository to a path at least %zu bytes shorter ('%s')", shown, name, l.path.buf,
+			    "move the repository to a path at least %zu bytes shorter ('%s')", name, l.path.buf,
 			    prefix + l.len, PATH_MAX - 1, prefix + l.len - (PATH_MAX - 1), root);
 		rc = FORGE_GIT_SETUP;
 	}
@@ -429,7 +402,7 @@ static bool same_dir(const char *a, const char *b)
 }
 
 /*
- * The repository moved (or was copied) with its .git: the run's worktree
+ * The repository moved (or was copied) with its .forge: the run's worktree
  * is where it should be, but the links git keeps between it and its admin
  * entry (gitdir, commondir, the worktree's .git file) name the old places.
  * Point them at the new ones, as `git worktree repair` does.  0 when all
@@ -530,29 +503,6 @@ static void unmake_worktree(struct forge_git *g, struct forge_git_worktree *wt, 
 	free(entry);
 }
 
-/*
- * A run begun by an older Forge has its worktree in ROOT/.forge/worktrees:
- * when it is there (its .git file) and nothing is in the new place, it is
- * used where it is -- moving it would pull it from under a phase still
- * working in it.
- */
-static void use_legacy_place(struct forge_git_worktree *wt, const struct forge_git *g)
-{
-	char *dir = forge_git_legacy_runs_dir(g->root);
-	char *old = forge_git_path(dir, wt->name);
-	char *dotgit = forge_git_path(old, ".git");
-	struct stat st;
-
-	if (lstat(wt->path, &st) < 0 && errno == ENOENT && lstat(dotgit, &st) == 0 && S_ISREG(st.st_mode)) {
-		free(wt->path);
-		wt->path = old;
-		old = NULL;
-	}
-	free(dotgit);
-	free(old);
-	free(dir);
-}
-
 int forge_git_worktree_open(struct forge_git_worktree **out, struct forge_git *g,
 			    const char *trace, const char *base)
 {
@@ -576,10 +526,8 @@ int forge_git_worktree_open(struct forge_git_worktree **out, struct forge_git *g
 	wt->branch = xstrdup(n.branch.buf);
 
 	e = lookup_worktree(&w, g->repo, n.name);
-	if (e == 0)
-		use_legacy_place(wt, g);
 	/* Moved (links to nowhere) or copied (links to the original's worktree):
-	 * the worktree in this repository is the run's. */
+	 * the worktree in this repository's .forge is the run's. */
 	if (e == 0 && (git_worktree_validate(w) < 0 || !same_dir(git_worktree_path(w), wt->path)) &&
 	    repair_links(g, wt->path, n.name) == 0) {
 		git_worktree_free(w);
@@ -625,7 +573,7 @@ int forge_git_worktree_open(struct forge_git_worktree **out, struct forge_git *g
 	}
 	if (make_branch(&branch, &made_branch, g, &n, base ? base : "HEAD") < 0)
 		goto out;
-	if ((e = forge_git_tree_fits(g->repo, git_reference_target(branch), g->runs, g->root, n.name)) < 0) {
+	if ((e = forge_git_tree_fits(g->repo, git_reference_target(branch), g->root, n.name)) < 0) {
 		rc = e;
 		goto out;
 	}
@@ -828,6 +776,20 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* True when path is directly inside dir. */
+static bool directly_in(const char *path, const char *dir)
+{
+	size_t n = strlen(dir), m;
+
+	if (strncmp(path, dir, n) != 0 || path[n] != '/')
+		return false;
+	path += n + 1;
+	m = strlen(path);
+	while (m > 0 && path[m - 1] == '/')
+		m--;
+	return m > 0 && !memchr(path, '/', m);
+}
+
 /* One list entry; consumes nothing, returns a new object. */
 static jv list_entry(git_worktree *w)
 {
@@ -875,6 +837,7 @@ static jv list_entry(git_worktree *w)
 int forge_git_worktree_list(jv *out, struct forge_git *g, const char *trace)
 {
 	git_strarray names = { NULL, 0 };
+	char *dir = forge_git_path(g->root, ".forge/worktrees");
 	char name[FORGE_GIT_RUN_NAME_SIZE];
 	jv list = jv_array();
 	int rc = -1;
@@ -895,7 +858,7 @@ int forge_git_worktree_list(jv *out, struct forge_git *g, const char *trace)
 			continue;
 		if (git_worktree_lookup(&w, g->repo, names.strings[i]) < 0)
 			continue;   /* vanished meanwhile */
-		if (forge_git_is_run_worktree(g, git_worktree_path(w)))
+		if (directly_in(git_worktree_path(w), dir))
 			list = jv_array_append(list, list_entry(w));
 		git_worktree_free(w);
 	}
@@ -905,6 +868,7 @@ int forge_git_worktree_list(jv *out, struct forge_git *g, const char *trace)
 out:
 	jv_free(list);
 	git_strarray_dispose(&names);
+	free(dir);
 	return rc;
 }
 

@@ -699,27 +699,6 @@ static void add_env_homes(struct list *readable, struct list *hidden, struct lis
 	}
 }
 
-/*
- * A run's worktree lies in the repository's git directory beside the
- * other runs' (git/git.h forge_git_runs_dir: COMMON/forge/worktrees/T,
- * or a linked worktree's own git directory's forge/worktrees/T there):
- * readable with the common directory, their uncommitted files too.  In
- * the view the directory holding them is an empty one, with this run's
- * worktree bound back in it (nsview binds parents first).
- */
-static void hide_other_runs(struct list *hidden, const char *common, const char *root)
-{
-	char *real = realpath(root, NULL);
-	char *runs = real ? path_parent(real) : NULL;
-	size_t n = runs ? strlen(runs) : 0;
-
-	if (runs && beneath(runs, common) && strcmp(runs, common) != 0 && n > 16 &&
-	    strcmp(runs + n - 16, "/forge/worktrees") == 0)
-		list_add(hidden, runs);
-	free(runs);
-	free(real);
-}
-
 static void view_add(struct sandbox_walls *w, const char *src, const char *dst, int kind)
 {
 	w->view = xrealloc(w->view, (w->nview + 1) * sizeof(*w->view));
@@ -859,8 +838,6 @@ void sandbox_walls_build(struct sandbox_walls *w, const struct sandbox_policy *p
 	add_env_homes(&readable, &hidden, &left_out, g, env);
 	pthread_mutex_unlock(&guard_lock);
 	char *common = add_git_common(&readable, cmd->root);
-	if (common && view)
-		hide_other_runs(&hidden, common, cmd->root);
 	for (size_t i = 0; p->read_paths && p->read_paths[i]; i++)
 		list_add(&readable, p->read_paths[i]);
 	/* Everything readable but not a system path or /etc entry is bound as is. */

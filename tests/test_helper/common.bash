@@ -256,7 +256,7 @@ calc_repo_now() {
 # 3770 bytes long -- nested directories under the test's own, whatever its
 # length -- with a file $DEEP (300 bytes) committed in it: the repository and
 # its files are within the system's PATH_MAX (4096), the same file in a
-# run's worktree (.git/forge/worktrees/TRACE/, 48 bytes further in) is not.
+# run's worktree (.forge/worktrees/TRACE/, 44 bytes further in) is not.
 deep_repo() {
 	local dir name
 	dir=$(cd "$BATS_TEST_TMPDIR" && pwd -P) || return

@@ -779,33 +779,6 @@ static void test_walls(void)
 		unlink(config);
 		unlink(other);
 	}
-	/* a run's worktree in the git directory (COMMON/forge/worktrees/T):
-	 * the other runs' beside it are an empty directory in the view, this
-	 * one bound back writable in it */
-	{
-		char real[PATH_MAX], runs[PATH_MAX + 32], r1[PATH_MAX + 40];
-		struct sandbox_cmd rc = cmd;
-		struct buf c = BUF_INIT;
-
-		CHECK(realpath(main_git, real) != NULL);
-		snprintf(runs, sizeof(runs), "%s/forge/worktrees", real);
-		snprintf(r1, sizeof(r1), "%s/R1", runs);
-		buf_addf(&c, "mkdir -p %s %s/R2 %s/worktrees/R1 && echo ../.. >%s/worktrees/R1/commondir && "
-			 "echo %s/.git >%s/worktrees/R1/gitdir && echo 'gitdir: %s/worktrees/R1' >%s/.git",
-			 r1, runs, real, real, r1, real, real, r1);
-		run(c.buf);
-		buf_release(&c);
-		rc.root = r1;
-		sandbox_walls_build(&w, p, &rc, env, true);
-		CHECK(has(w.readable, real));
-		CHECK(view_has(&w, runs, NULL, NSVIEW_HIDE));
-		CHECK(view_has(&w, r1, NULL, NSVIEW_RW));
-		sandbox_walls_release(&w);
-		/* the person's own linked worktree elsewhere hides nothing */
-		sandbox_walls_build(&w, p, &cmd, env, true);
-		CHECK(!view_has(&w, runs, NULL, NSVIEW_HIDE));
-		sandbox_walls_release(&w);
-	}
 	sandbox_policy_free(p);
 
 	sec = json_parse("{\"read_anywhere\":true}", strlen("{\"read_anywhere\":true}"));
