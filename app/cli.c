@@ -390,6 +390,9 @@ int session_open(struct session *s, const struct cli_common *common, unsigned fl
 			goto fail;
 		}
 	}
+	/* commands in a run's worktree borrow what the person installed
+	 * here (node_modules, a virtualenv: os/sandbox.h) */
+	sandbox_set_checkout(s->repo);
 	/* Forge's files in the repository live in .forge/: a file of the
 	 * project by that name would be found at the first write into it, a
 	 * database or a run's worktree -- once a model has been paid for. */

@@ -18,6 +18,7 @@
 #include "mcp/mcp.h"
 #include "memory/memory.h"
 #include "os/proc.h"
+#include "os/sandbox.h"
 #include "os/spawn.h"
 #include "agent/skills.h"
 #include "core/owner.h"
@@ -1707,6 +1708,25 @@ out:
 	return rc;
 }
 
+/* What the commands in the run's worktree borrow of the checkout's
+ * installed dependencies (os/sandbox.h), said once per phase:
+ * sandbox.dependencies {worktree, lent: [{dir, from}]}. */
+static void deps_note(struct phase *ph)
+{
+	jv wt = json_get_path(ph->state, "task.worktree");
+
+	if (jv_get_kind(wt) == JV_KIND_STRING && runshare_is_dir(jv_string_value(wt))) {
+		jv lent = sandbox_deps_lent(jv_string_value(wt));
+
+		if (jv_array_length(jv_copy(lent)) > 0)
+			phase_emit(ph, "sandbox.dependencies",
+				   json_set(json_set(jv_object(), "worktree", jv_copy(wt)), "lent", lent));
+		else
+			jv_free(lent);
+	}
+	jv_free(wt);
+}
+
 /* The phase itself, between the input and the final state. */
 static const char *run_phase(struct phase *ph)
 {
@@ -1723,6 +1743,7 @@ static const char *run_phase(struct phase *ph)
 		phase_emit(ph, "phase.skipped", json_set(jv_object(), "reason", jv_string(why)));
 		return "skipped";
 	}
+	deps_note(ph);
 	return ph->spec->run(ph);
 }
 

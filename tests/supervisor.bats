@@ -1632,3 +1632,26 @@ EOF
 	[[ $stderr == *"forge: node 'test' wrote a line longer than the limit of 16777216 bytes (ignored)"* ]]
 	[[ $stderr != *"not a record"* ]]
 }
+
+@test "a run's tests and implement's validation find the tools the person installed in the checkout (git-ignored node_modules); the run's branch holds none of it" {
+	# (before: "jest: not found" in every run of a Node project)
+	run -0 "$FORGE_TESTBIN/tool-run" --features
+	[ "$(jq -r .namespaces.available <<<"$output")" = true ] || skip "no mount view here: the command names node_modules/.bin in the worktree"
+	replay run-clean.jsonl
+	echo 'node_modules/' >>"$REPO/.git/info/exclude"
+	mkdir -p "$REPO/node_modules/.bin"
+	printf '#!/bin/sh\necho "jest ran" >&2\n' >"$REPO/node_modules/.bin/jest"
+	chmod +x "$REPO/node_modules/.bin/jest"
+	echo '{"tools":{"test_command":"make check && node_modules/.bin/jest"}}' >"$BATS_TEST_TMPDIR/jest.json"
+	run -0 --separate-stderr forge run --config "$BATS_TEST_TMPDIR/jest.json" "add a mul operation" </dev/null
+	T=$(last_trace)
+	run -0 events_of "$T" test.ran
+	jq -e '.exit_code == 0' <<<"$output"
+	run -0 events_of "$T" validation.completed
+	jq -e '.validated and (.command | test("jest"))' <<<"$output"
+	run -0 events_of "$T" sandbox.dependencies
+	jq -e '.lent[0].dir == "node_modules"' <<<"$(head -n 1 <<<"$output")"
+	run -0 git -C "$REPO" ls-tree -r --name-only "forge/$T"
+	refute_output --partial node_modules
+	[ "$(git -C "$REPO" status --porcelain)" = "" ]
+}

@@ -848,3 +848,125 @@ exit 1'
 	assert_equal "$(events_of 'select(.type == "test.rerun") | .payload.flaky_not_listed + 1000' | jq -s add)" 4000
 	assert_equal "$(tests_of '[.rerun.batches, .rerun.exit_code, .failures_omitted]')" '[3,0,3800]'
 }
+
+# node_run: $REPO a Node project whose tests need jest, a devDependency: the
+# checkout has node_modules (a fake jest, offline), git ignores it; $WT a
+# run's worktree of it (made from git: no node_modules); $STATE a state of
+# that run; npm a stand-in that runs scripts.test with node_modules/.bin
+# first in PATH, as npm does.  The fake jest passes, says where it was
+# found, and fails when it could write where it lies.
+node_run() {
+	make_repo "$REPO"
+	printf 'node_modules/\n.venv/\n' >"$REPO/.gitignore"
+	echo '{"name":"x","version":"1.0.0","scripts":{"test":"jest"},"devDependencies":{"jest":"^29"}}' >"$REPO/package.json"
+	git -C "$REPO" add -A && git -C "$REPO" commit -qm node
+	mkdir -p "$REPO/node_modules/.bin" "$REPO/node_modules/jest"
+	cat >"$REPO/node_modules/jest/jest.sh" <<-'EOF2'
+		#!/bin/sh
+		echo "1..1"
+		if touch "$(dirname "$0")/written" 2>/dev/null; then echo "not ok 1 jest could write the checkout's node_modules"; exit 1; fi
+		echo "ok 1 jest at $0 NODE_PATH=${NODE_PATH:-}"
+	EOF2
+	chmod +x "$REPO/node_modules/jest/jest.sh"
+	ln -s ../jest/jest.sh "$REPO/node_modules/.bin/jest"
+	cat >"$BATS_TEST_TMPDIR/bin/npm" <<-'EOF2'
+		#!/bin/sh
+		PATH="$PWD/node_modules/.bin:$PATH" exec sh -c "$(jq -r .scripts.test package.json)"
+	EOF2
+	chmod +x "$BATS_TEST_TMPDIR/bin/npm"
+	WT="$BATS_TEST_TMPDIR/wt"
+	git -C "$REPO" worktree add -q "$WT" -b forge/n1
+	STATE=$(jq -nc --arg wt "$WT" '{kind: "state", v: 1, trace_id: "n1", phase: "review", status: "ok",
+		task: {description: "x", worktree: $wt}}')
+}
+
+# The worktree as the run leaves it: nothing of the checkout's dependencies.
+worktree_clean() {
+	[ ! -e "$WT/node_modules" ] && [ ! -e "$WT/.venv" ]
+	run -0 git -C "$WT" status --porcelain --ignored
+	assert_output ''
+	run -0 git -C "$REPO" ls-tree -r --name-only forge/n1
+	refute_output --partial node_modules
+	[ ! -e "$REPO/node_modules/jest/written" ]
+}
+
+@test "a run's tests find the devDependencies installed in the checkout (git-ignored node_modules), read-only; the worktree stays clean" {
+	# (before: "sh: 1: jest: not found", an environment failure in every run of a Node project)
+	node_run
+	run -0 --separate-stderr bash -c "cd '$REPO' && ft --force <<<'$STATE'"
+	assert_equal "$(tests_of '[.command, .summary.passed, .summary.failed]')" '["npm test",1,0]'
+	assert_equal "$(events_of 'select(.type == "sandbox.dependencies") | .payload.lent')" \
+		"[{\"dir\":\"node_modules\",\"from\":\"$(realpath "$REPO")/node_modules\"}]"
+	worktree_clean
+}
+
+@test "without the mount view (sandbox.namespaces off) the checkout's node_modules is reached through PATH and NODE_PATH" {
+	node_run
+	echo '{"sandbox":{"namespaces":"off"}}' >"$BATS_TEST_TMPDIR/off.json"
+	run -0 --separate-stderr bash -c "cd '$REPO' && ft --force --config '$BATS_TEST_TMPDIR/off.json' --junit '$BATS_TEST_TMPDIR/j.xml' <<<'$STATE'"
+	assert_equal "$(tests_of '[.summary.passed, .summary.failed]')" '[1,0]'
+	grep -q "jest at $(realpath "$REPO")/node_modules/.bin/jest NODE_PATH=$(realpath "$REPO")/node_modules" "$BATS_TEST_TMPDIR/j.xml"
+	worktree_clean
+}
+
+@test "a run's worktree with a node_modules of its own keeps it: nothing of the checkout's is lent" {
+	node_run
+	mkdir -p "$WT/node_modules/.bin"
+	printf '#!/bin/sh\necho 1..1\necho "not ok 1 own"\nexit 1\n' >"$WT/node_modules/.bin/jest"
+	chmod +x "$WT/node_modules/.bin/jest"
+	run -1 --separate-stderr bash -c "cd '$REPO' && ft --force <<<'$STATE'"
+	assert_equal "$(tests_of '[.failures[].test]')" '["own"]'
+	refute_output --partial sandbox.dependencies
+	[ -x "$WT/node_modules/.bin/jest" ]
+}
+
+@test "the checkout's Python virtualenv (.venv) is the run's tests' VIRTUAL_ENV, its scripts found by PATH and at .venv/bin, with and without the mount view" {
+	node_run
+	rm -rf "$REPO/node_modules"
+	mkdir -p "$REPO/.venv/bin"
+	printf 'home = /usr/bin\ninclude-system-site-packages = false\n' >"$REPO/.venv/pyvenv.cfg"
+	ln -s /bin/sh "$REPO/.venv/bin/python"
+	# a script's #! names the virtualenv's python where it was made
+	printf '#!%s/.venv/bin/python\necho 1..1\necho "ok 1 pytest VIRTUAL_ENV=$VIRTUAL_ENV"\n' "$(realpath "$REPO")" >"$REPO/.venv/bin/pytest"
+	chmod +x "$REPO/.venv/bin/pytest"
+	echo '{"sandbox":{"namespaces":"off"}}' >"$BATS_TEST_TMPDIR/off.json"
+	for cmd in pytest .venv/bin/pytest; do
+		for config in /dev/null "$BATS_TEST_TMPDIR/off.json"; do
+			[ "$cmd.$config" = ".venv/bin/pytest.$BATS_TEST_TMPDIR/off.json" ] && continue   # (the view's alone)
+			run -0 --separate-stderr bash -c "cd '$REPO' && ft --force --config '$config' --command '$cmd' --junit '$BATS_TEST_TMPDIR/j.xml' <<<'$STATE'"
+			assert_equal "$cmd $config $(tests_of '[.summary.passed, .summary.failed]')" "$cmd $config [1,0]"
+			assert_equal "$(events_of 'select(.type == "sandbox.dependencies") | .payload.lent[].dir')" '".venv"'
+			grep -q "VIRTUAL_ENV=$(realpath "$REPO")/.venv" "$BATS_TEST_TMPDIR/j.xml"
+			worktree_clean
+		done
+	done
+}
+
+@test "a package directory's node_modules in the checkout (packages/web) is lent at its place in the run's worktree" {
+	run -0 "$FORGE_TESTBIN/tool-run" --features
+	[ "$(jq -r .namespaces.available <<<"$output")" = true ] || skip "no mount view here: only the root's node_modules is in PATH then"
+	node_run
+	rm -rf "$REPO/node_modules"
+	mkdir -p "$REPO/packages/web" && cp "$REPO/package.json" "$REPO/packages/web/"
+	git -C "$REPO" add -A && git -C "$REPO" commit -qm web && git -C "$WT" merge -q --ff-only main
+	mkdir -p "$REPO/packages/web/node_modules/.bin"
+	printf '#!/bin/sh\necho 1..1\necho "ok 1 web jest"\n' >"$REPO/packages/web/node_modules/.bin/jest"
+	chmod +x "$REPO/packages/web/node_modules/.bin/jest"
+	run -0 --separate-stderr bash -c "cd '$REPO' && ft --force --command 'cd packages/web && npm test' <<<'$STATE'"
+	assert_equal "$(tests_of '[.summary.passed, .summary.failed]')" '[1,0]'
+	assert_equal "$(events_of 'select(.type == "sandbox.dependencies") | .payload.lent[].dir')" '"packages/web/node_modules"'
+	[ ! -e "$WT/packages/web/node_modules" ]
+	run -0 git -C "$WT" status --porcelain --ignored
+	assert_output ''
+}
+
+@test "a virtualenv whose pyvenv.cfg names a python in the home directory does not make the home readable" {
+	node_run
+	mkdir -p "$REPO/.venv/bin" "$HOME/bin"
+	printf 'home = %s/bin\n' "$HOME" >"$REPO/.venv/pyvenv.cfg"
+	printf '#!/bin/sh\necho 1..1\necho "ok 1 pytest"\n' >"$REPO/.venv/bin/pytest"
+	chmod +x "$REPO/.venv/bin/pytest"
+	run -0 --separate-stderr bash -c "cd '$REPO' && ft --force --command pytest <<<'$STATE'"
+	assert_equal "$(events_of 'select(.type == "sandbox.unconfined") | .payload.missing[] | select(startswith("the virtualenv")) | sub(" \\(.*"; "")')" \
+		"\"the virtualenv's python: $(realpath "$HOME") is left out of what commands may read\""
+}

@@ -2021,6 +2021,8 @@ int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_po
 	struct git_link git_link = { .len = -1 };
 	struct gitlinks gitlinks = { 0 };
 	struct direct_cmd direct = { 0 };
+	struct sandbox_deps deps = { 0 };
+	bool view;
 	char *root_abs = NULL, *cwd_abs = NULL, *tmp_abs = NULL;
 	const char *argv[] = { "/bin/sh", "-c", cmd->command, NULL };
 	char **env = NULL;
@@ -2039,17 +2041,23 @@ int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_po
 	abs.cwd = cwd_abs = cmd->cwd ? abs_path(cmd->cwd) : NULL;
 	abs.tmp = tmp_abs = cmd->tmp ? abs_path(cmd->tmp) : NULL;
 	cmd = &abs;
-	env = sandbox_build_env(p, cmd->base_env, cmd->tmp);
 	write_identity(cmd->tmp, cmd->root);
 	git_link_save(&git_link, cmd->root);
 	gitlinks_save(&gitlinks, cmd->root);
-	(void)direct_cmd_build(&direct, cmd->command, env, cmd->cwd ? cmd->cwd : cmd->root);
+	sandbox_deps_find(&deps, cmd->root);
 again:
 	o = (struct proc_opts)PROC_OPTS_INIT;
 	jv_free(notes);
 	notes = jv_array();
-	sandbox_walls_build(&walls, p, cmd, env,
-			    p->namespaces != SANDBOX_OFF && !ns_broken && nsview_likely(NULL));
+	view = p->namespaces != SANDBOX_OFF && !ns_broken && nsview_likely(NULL);
+	/* the checkout's dependencies are reached through the view or, without
+	 * it, through the environment: both are made for the walls used */
+	sandbox_env_free(env);
+	env = sandbox_deps_env(&deps, sandbox_build_env(p, cmd->base_env, cmd->tmp), view);
+	direct_cmd_release(&direct);
+	(void)direct_cmd_build(&direct, cmd->command, env, cmd->cwd ? cmd->cwd : cmd->root);
+	sandbox_walls_build(&walls, p, cmd, env, view);
+	sandbox_walls_lend(&walls, &deps, cmd, view);
 	for (size_t i = 0; walls.left_out && walls.left_out[i]; i++)
 		notes = jv_array_append(notes, jv_string(walls.left_out[i]));
 	if (p->namespaces != SANDBOX_OFF) {
@@ -2189,6 +2197,7 @@ out:
 	jv_free(notes);
 	direct_cmd_release(&direct);
 	gitlinks_release(&gitlinks);
+	sandbox_deps_release(&deps);
 	sandbox_env_free(env);
 	landlock_ruleset_free(rs);
 	sandbox_walls_release(&walls);

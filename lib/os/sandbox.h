@@ -281,6 +281,57 @@ typedef int (*sandbox_gitlinks_fn)(char ***paths, const char *root);
 void sandbox_set_gitlinks_source(sandbox_gitlinks_fn fn);
 
 /*
+ * THE CHECKOUT'S INSTALLED DEPENDENCIES.  What a person installed in the
+ * main checkout and git ignores -- node_modules at its root and in its
+ * package directories one or two levels down (packages/NAME/node_modules),
+ * and a Python virtualenv (.venv or venv, with its pyvenv.cfg) -- is not in
+ * a run's worktree, made from git.  A command whose root is another
+ * directory than the checkout (a run's worktree, review's copy) borrows
+ * them, read-only, never copied:
+ * - with the mount view, each is bound read-only at its place in the root
+ *   (ROOT/node_modules at WORKTREE/node_modules; an empty directory is made
+ *   there as the mount point when there is none, and removed after the
+ *   command: git records no empty directory), and a virtualenv also at its
+ *   own path (its scripts' #! lines name its python there);
+ * - without it, each is readable (Landlock) at its own path, and the
+ *   environment points at it: PATH starts with CHECKOUT/node_modules/.bin,
+ *   NODE_PATH is CHECKOUT/node_modules.
+ * A lent virtualenv is the command's VIRTUAL_ENV, its bin/ first in PATH,
+ * and the interpreter it was made from (pyvenv.cfg's home) is readable.  A
+ * root that has its own (a node_modules that is not empty, a virtualenv)
+ * keeps it: nothing is lent in its place.
+ *
+ * sandbox_set_checkout(): the checkout (the main working tree, where
+ * .forge is) for the process; NULL: none, nothing is lent.  What it holds
+ * is looked for once per process.  sandbox_deps_lent(): what a command in
+ * root borrows, [{"dir": "node_modules", "from": "/repo/node_modules"}, ...]
+ * (an empty array when nothing), for an event.
+ */
+void sandbox_set_checkout(const char *dir);
+jv sandbox_deps_lent(const char *root);
+
+/* One directory lent to a command (sandbox_run()). */
+struct sandbox_lend {
+	char *rel;       /* its path in the root and the checkout ("node_modules") */
+	char *src;       /* the checkout's, a real path */
+	char *dst;       /* root/rel */
+	bool venv;
+	bool made;       /* dst was made as the view's mount point */
+};
+struct sandbox_deps {
+	struct sandbox_lend *v;
+	size_t n;
+	char *venv_home; /* a lent virtualenv's interpreter prefix, or NULL */
+};
+/* What root borrows (d zeroed first; nothing without a checkout). */
+void sandbox_deps_find(struct sandbox_deps *d, const char *root);
+/* env (consumed) with the variables the lent directories need (above);
+ * view: whether the command gets the mount view. */
+char **sandbox_deps_env(const struct sandbox_deps *d, char **env, bool view);
+/* Remove the mount points made; free d. */
+void sandbox_deps_release(struct sandbox_deps *d);
+
+/*
  * Run a command under the policy's confinement: its own process group,
  * timeout, rlimits, output cap, a clean environment, and the kernel walls:
  * - namespaces (sandbox.namespaces): own user, PID, mount and IPC
@@ -337,5 +388,11 @@ struct sandbox_walls {
 void sandbox_walls_build(struct sandbox_walls *w, const struct sandbox_policy *p,
 			 const struct sandbox_cmd *cmd, char *const *env, bool view);
 void sandbox_walls_release(struct sandbox_walls *w);
+/* Add the lent directories d (borrowed: it outlives w) to the walls of
+ * cmd; with view their mount points are made (d->v[i].made).  A
+ * virtualenv's interpreter prefix the PATH guard refuses (the home
+ * directory, /, ...) is left out (w->left_out says so). */
+void sandbox_walls_lend(struct sandbox_walls *w, struct sandbox_deps *d,
+			const struct sandbox_cmd *cmd, bool view);
 
 #endif

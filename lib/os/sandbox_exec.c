@@ -917,6 +917,56 @@ void sandbox_walls_build(struct sandbox_walls *w, const struct sandbox_policy *p
 		w->hidden = xcalloc(1, sizeof(char *));
 }
 
+/* Append a copy of s to the NULL-terminated *v (which may be NULL). */
+static void strv_append(char ***v, const char *s)
+{
+	size_t n = 0;
+
+	while (*v && (*v)[n])
+		n++;
+	*v = xrealloc(*v, (n + 2) * sizeof **v);
+	(*v)[n] = xstrdup(s);
+	(*v)[n + 1] = NULL;
+}
+
+void sandbox_walls_lend(struct sandbox_walls *w, struct sandbox_deps *d,
+			const struct sandbox_cmd *cmd, bool view)
+{
+	for (size_t i = 0; i < d->n; i++) {
+		struct sandbox_lend *l = &d->v[i];
+
+		strv_append(&w->readable, l->src);
+		if (!view)
+			continue;
+		if (l->venv)
+			view_add(w, l->src, NULL, NSVIEW_RO);   /* where its scripts' #! lines look */
+		if (!l->made && mkdir(l->dst, 0755) == 0)
+			l->made = true;
+		else if (!l->made && errno != EEXIST)
+			continue;   /* no mount point: a read-only root */
+		view_add(w, l->src, l->dst, NSVIEW_RO);
+	}
+	if (d->venv_home) {
+		/* pyvenv.cfg says where: judged as a PATH entry is (never the
+		 * home directory, / or a parent of the repository ...) */
+		struct list left_out = { 0 };
+		const char *why;
+
+		pthread_mutex_lock(&guard_lock);
+		why = guard_refuses(guard_get(cmd, cmd->base_env ? cmd->base_env : environ), d->venv_home);
+		pthread_mutex_unlock(&guard_lock);
+		if (why) {
+			note_left_out(&left_out, "the virtualenv's python", d->venv_home, why);
+			strv_append(&w->left_out, left_out.v[0]);
+			list_release(&left_out);
+		} else {
+			strv_append(&w->readable, d->venv_home);
+			if (view)
+				view_add(w, d->venv_home, NULL, NSVIEW_RO);
+		}
+	}
+}
+
 static void strv_release(char **v)
 {
 	for (size_t i = 0; v && v[i]; i++)
