@@ -909,6 +909,15 @@ worktree_clean() {
 	worktree_clean
 }
 
+@test "a checkout's node_modules that is a link out of the checkout is not lent (it would make what it points to readable)" {
+	node_run
+	mv "$REPO/node_modules" "$BATS_TEST_TMPDIR/elsewhere"
+	ln -s "$BATS_TEST_TMPDIR/elsewhere" "$REPO/node_modules"
+	run -1 --separate-stderr bash -c "cd '$REPO' && ft --force <<<'$STATE'"
+	refute_output --partial sandbox.dependencies
+	[ ! -e "$WT/node_modules" ]
+}
+
 @test "a run's worktree with a node_modules of its own keeps it: nothing of the checkout's is lent" {
 	node_run
 	mkdir -p "$WT/node_modules/.bin"

@@ -191,6 +191,30 @@ static char *venv_home(const char *venv)
 	return NULL;
 }
 
+/* Whether path is dir or beneath it (both real paths). */
+static bool within(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+/*
+ * Whether the directory path is to be made in lies in root (real), by its
+ * real path: a symbolic link on the way (one the project commits, as
+ * packages/web -> /elsewhere) would put the mount point, or the lent
+ * directory, outside the worktree.
+ */
+static bool parent_within(const char *path, const char *root)
+{
+	char *parent = path_parent(path), *real = parent ? realpath(parent, NULL) : NULL;
+	bool yes = real && within(real, root);
+
+	free(real);
+	free(parent);
+	return yes;
+}
+
 void sandbox_deps_find(struct sandbox_deps *d, const char *root)
 {
 	char *real_root = realpath(root, NULL);
@@ -223,7 +247,8 @@ void sandbox_deps_find(struct sandbox_deps *d, const char *root)
 		buf_addf(&dst, "%s/%s", real_root, found[i].rel);
 		real_src = realpath(src.buf, NULL);
 		buf_release(&src);
-		if (!real_src || !free_place(dst.buf)) {
+		if (!real_src || !within(real_src, checkout) || !parent_within(dst.buf, real_root) ||
+		    !free_place(dst.buf)) {
 			free(real_src);
 			buf_release(&dst);
 			continue;
