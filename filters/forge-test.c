@@ -378,6 +378,73 @@ static void not_found_msg(char *msg, size_t n, int code, const char *out, size_t
 	msg[used] = '\0';
 }
 
+/* The line of out that names a program missing (the shell's "sh: 1: go:
+ * not found", bash's "… command not found", "… Permission denied" for
+ * 126, Rust's "(os error 2)"): the last such line, else the last line
+ * that is not empty, into line (n bytes, control characters as spaces);
+ * and the program's name ("go", "./run-tests") into name, or "" when the
+ * line does not give one. */
+static void missing_line(char *line, size_t n, char *name, size_t nn, const char *out)
+{
+	static const char *const ends[] = { ": command not found", ": not found", ": Permission denied",
+					    ": Is a directory", ": cannot execute binary file" };
+	const char *best = NULL, *last = NULL;
+	size_t best_len = 0, last_len = 0;
+
+	line[0] = name[0] = '\0';
+	for (const char *p = out ? out : ""; *p;) {
+		const char *e = strchr(p, '\n');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		while (len > 0 && (p[len - 1] == '\r' || p[len - 1] == ' '))
+			len--;
+		if (len > 0) {
+			last = p;
+			last_len = len;
+			for (size_t k = 0; k < sizeof ends / sizeof *ends; k++) {
+				size_t el = strlen(ends[k]);
+				if (len > el && memcmp(p + len - el, ends[k], el) == 0) {
+					best = p;
+					best_len = len;
+					break;
+				}
+			}
+			if (len >= 12 && memmem(p, len, "(os error 2)", 12)) {
+				best = p;
+				best_len = len;
+			}
+		}
+		p = e ? e + 1 : p + strlen(p);
+	}
+	if (!best) {
+		best = last;
+		best_len = last_len;
+	}
+	if (!best)
+		return;
+	size_t take = best_len < n - 1 ? best_len : n - 1;
+	while (take > 0 && take < best_len && (best[take] & 0xC0) == 0x80)
+		take--;
+	for (size_t k = 0; k < take; k++) {
+		unsigned char c = (unsigned char)best[k];
+		line[k] = c < 0x20 || c == 0x7f ? ' ' : (char)c;
+	}
+	line[take] = '\0';
+	/* the word before the shell's ending: "sh: 1: go: not found" → go */
+	for (size_t k = 0; k < sizeof ends / sizeof *ends; k++) {
+		size_t el = strlen(ends[k]), len = strlen(line);
+		if (len <= el || strcmp(line + len - el, ends[k]) != 0)
+			continue;
+		size_t end = len - el, start = end;
+		while (start > 0 && !(start >= 2 && line[start - 2] == ':' && line[start - 1] == ' '))
+			start--;
+		if (end > start && end - start < nn && !memchr(line + start, ' ', end - start)) {
+			memcpy(name, line + start, end - start);
+			name[end - start] = '\0';
+		}
+		break;
+	}
+}
+
 /* ---- classification ------------------------------------------------------------ */
 
 static bool failing(const struct testcase *c)
@@ -966,6 +1033,67 @@ static const char *finish(struct phase *ph, struct tst *t, jv coverage)
 }
 
 /*
+ * The test command could not run at all: every failure is the whole
+ * command's (synthetic: no test named), classified environment, for a
+ * program not found or not runnable -- exit status 127 or 126, or the
+ * shell's or Rust's words for it in the output (make running a missing
+ * go: exit 2, "sh: 1: go: not found") -- and it did not time out.  Then
+ * nothing was tested and nothing a bounce or a person's yes can fix: the
+ * phase fails (exit 5, a dependency of the phase missing), and once the
+ * program is installed a resume runs the tests again (before: a gate
+ * whose yes deployed untested code and whose no ended the run).  The
+ * reason says what is missing and how to go on.
+ */
+static bool could_not_run(struct phase *ph, const struct tst *t)
+{
+	const struct testcase *w = NULL;
+	long env = 0;
+	char line[300], name[128];
+
+	if (t->timed_out)
+		return false;
+	for (size_t i = 0; i < t->run.ncases; i++) {
+		const struct testcase *c = &t->run.cases[i];
+		if (!failing(c))
+			continue;
+		if (!c->synthetic || !c->classification || strcmp(c->classification, "environment") != 0)
+			return false;
+		w = c;
+		env++;
+	}
+	if (!w || env != t->run.failed)
+		return false;
+	const char *sig = t->exit_code == 127 || t->exit_code == 126 ? "command not found"
+			: w->output ? testrun_env_signature(w->output, strlen(w->output), true) : NULL;
+	if (!sig || (strcmp(sig, "command not found") != 0 && strcmp(sig, "missing program") != 0))
+		return false;
+	missing_line(line, sizeof line, name, sizeof name, w->output);
+
+	const char *trace = json_get_str(ph->state, "trace_id");
+	const char *sup = getenv("FORGE_SUPERVISOR_PID");
+	char then[160];
+	if (trace && sup && *sup)
+		snprintf(then, sizeof then, "`forge resume %s`", trace);
+	else
+		snprintf(then, sizeof then, "run %s again", ph->spec->program);
+	bool not_found = t->exit_code != 126;
+	if (name[0])
+		phase_reason(ph, "the tests could not run: '%s' %s (%s): install it, then %s", name,
+			     not_found ? "was not found" : "could not be run", line, then);
+	else if (line[0])
+		phase_reason(ph, "the tests could not run: a command %s (%s): install it, then %s",
+			     not_found ? "was not found" : "could not be run", line, then);
+	else
+		phase_reason(ph, "the tests could not run: the test command exited with status %d (a command %s): "
+			     "install it, then %s", t->exit_code, not_found ? "was not found" : "could not be run", then);
+	jv ev = json_set(jv_object(), "exit_code", jv_number(t->exit_code));
+	ev = json_set(ev, "missing", name[0] ? jv_string(name) : jv_null());
+	ev = json_set(ev, "line", line[0] ? jv_string(line) : jv_null());
+	phase_emit(ph, "test.could_not_run", ev);
+	return true;
+}
+
+/*
  * What the test command and its reruns left untracked in the run's
  * worktree (__pycache__, a built binary, the reports, once read) is
  * removed, as implement's validation removes what its commands make
@@ -1186,6 +1314,8 @@ static const char *run_phase(struct phase *ph)
 	proc_result_release(&res);
 	clean_run(ph, t);
 	const char *status = finish(ph, t, coverage);
+	if (could_not_run(ph, t))
+		return "failed";
 	if (t->analysis_error) {
 		/* the tests ran (the state says how), the analysis that decides
 		 * what a bounce can fix did not: failed, to resume */
@@ -1242,7 +1372,8 @@ int main(int argc, char **argv)
 			"ran no test, it says that nothing was tested.",
 		.extra_help = "Exit status: 0 all tests passed (flaky ones allowed), 1 tests failed or the guard "
 			      "did not hold,\n2 bad input, 4 another process holds the run (its lease), 5 the tests "
-			      "could not be run\n(the sandbox, git, the database) or the model failed to "
+			      "could not be run\n(the sandbox, git, the database, a program the test command needs "
+			      "not found or not runnable)\nor the model failed to "
 			      "analyse their failures\n(the provider, after retries), 130 interrupted.\n",
 		.options = options,
 		.on_option = on_option,

@@ -566,6 +566,33 @@ branch_log() {
 	[ "$(forge status --json "$T" | jq -r .run.status)" = completed ]
 }
 
+@test "a test command whose program is not installed: the run fails at test (exit 5) saying what is missing; installed, forge resume runs the tests again and completes" {
+	replay run-clean.jsonl
+	mkdir .forge && echo '{"tools": {"test_command": "forge-no-such-runner check"}, "implement": {"validate": false}}' >.forge/config.json
+	# (before: exit 4 at a gate whose yes deployed untested code and whose no ended the run)
+	run -5 --separate-stderr forge run "add a mul operation" </dev/null
+	T=$(last_trace)
+	[[ $stderr == *"the tests could not run: 'forge-no-such-runner' was not found ("*"forge-no-such-runner: "*"not found): install it, then \`forge resume $T\`"* ]]
+	[[ $stderr == *$'\n'"forge: node 'test' failed; once what failed is fixed, \`forge resume $T\` runs it again"* ]]
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "failed" and .state.phase == "test" and .state.status == "failed"
+		and .state.tests.failures[0].classification == "environment" and (.state | has("deployment") | not)' <<<"$output"
+	run -0 sqlite3 "$FORGE_DB" "select count(*) from gates where trace_id = '$T'"
+	assert_output 0
+	run -0 forge events replay "$T"
+	jq -s -e '[.[] | select(.type == "test.could_not_run") | .payload | [.exit_code, .missing]] == [[127, "forge-no-such-runner"]]' <<<"$output"
+	# installed (a tiny script on PATH): the resume runs test again (not implement), and the run completes
+	mkdir -p "$BATS_TEST_TMPDIR/tools"
+	printf '#!/bin/sh\necho 1..1\necho "ok 1 - $1 ran"\n' >"$BATS_TEST_TMPDIR/tools/forge-no-such-runner"
+	chmod +x "$BATS_TEST_TMPDIR/tools/forge-no-such-runner"
+	PATH="$BATS_TEST_TMPDIR/tools:$PATH" run -0 --separate-stderr forge resume "$T" </dev/null
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed" and .state.tests.summary == {"total": 1, "passed": 1, "failed": 0, "skipped": 0, "flaky": 0}
+		and .state.deployment.status == "healthy"' <<<"$output"
+	run -0 forge events replay "$T"
+	jq -s -e '[.[] | select(.type == "phase.started") | .phase] | .[-3:] == ["test", "test", "deploy"]' <<<"$output"
+}
+
 @test "-q: a phase that failed on its provider is said on one line with its reason, as a breaker's stop is" {
 	# (before: "forge: node 'plan' failed; once what failed is fixed, ..."
 	# and never why: -q silences the phase's own "failed: ..." line)

@@ -466,14 +466,39 @@ junit_case() { printf '<testcase name="%s" classname="T" time="0.01">%s</testcas
 
 @test "a missing program is an environment failure; the test command gets no API key" {
 	make_repo "$REPO"
-	run -1 --separate-stderr env ANTHROPIC_API_KEY=sk-ant-secret-123456789 \
+	# (exit 5: the tests could not run at all, see the next test)
+	run -5 --separate-stderr env ANTHROPIC_API_KEY=sk-ant-secret-123456789 \
 		ft --repo "$REPO" --command 'echo "key=${ANTHROPIC_API_KEY:-none}"; no-such-test-runner-xyz' --no-input </dev/null
 	assert_equal "$(tests_of '.failures[0] | [.classification, (.output | test("key=none"))]')" '["environment",true]'
 	# the message names what is missing (before: "exited with status 127" alone)
 	# (/bin/sh's own words: dash's "/bin/sh: 1: x: not found", bash's "sh: line 1: x: command not found")
 	tests_of '.failures[0].message | test("^the test command exited with status 127 [(]a command was not found: .*sh: .*no-such-test-runner-xyz: (command )?not found[)]$")' | grep -qx true
-	run -1 --separate-stderr ft --repo "$REPO" --command 'exit 127' --no-input </dev/null
+	run -5 --separate-stderr ft --repo "$REPO" --command 'exit 127' --no-input </dev/null
 	assert_equal "$(tests_of '.failures[0].message')" '"the test command exited with status 127"'
+}
+
+@test "a test command that could not run at all (a program not found, not runnable) fails the phase (exit 5) saying what is missing, not a rejection" {
+	# (before: exit 1, "1 of 1 test failed (0 real, 1 environment)", which
+	# under forge run was a gate: approve deployed untested code, reject
+	# ended the run, and nothing ran the tests again once it was installed)
+	make_repo "$REPO"
+	run -5 --separate-stderr ft --repo "$REPO" --command 'no-such-test-runner-xyz ./...' --no-input </dev/null
+	[[ $stderr == *"forge-test: failed: the tests could not run: 'no-such-test-runner-xyz' was not found ("*"no-such-test-runner-xyz: "*"not found): install it, then run forge-test again"* ]]
+	assert_equal "$(tail -n 1 <<<"$output" | jq -c '[.status, .tests.summary.failed, .tests.failures[0].classification]')" '["failed",1,"environment"]'
+	assert_equal "$(events_of 'select(.type == "test.could_not_run") | .payload | [.exit_code, .missing]')" '[127,"no-such-test-runner-xyz"]'
+	assert_equal "$(events_of 'select(.type == "phase.completed") | .payload.reason | test("^the tests could not run: ")')" true
+	# a program that is not runnable (126)
+	printf 'echo hi\n' >"$REPO/run-tests"
+	run -5 --separate-stderr ft --repo "$REPO" --command './run-tests' --no-input </dev/null
+	[[ $stderr == *"the tests could not run: './run-tests' could not be run ("*"Permission denied): install it, then run forge-test again"* ]]
+	# make running a missing program through the shell: exit 2, the shell's line names it
+	printf 'check:\n\tno-such-test-runner-xyz && true\n' >"$REPO/Makefile"
+	run -5 --separate-stderr ft --repo "$REPO" --command 'make check' --no-input </dev/null
+	[[ $stderr == *"the tests could not run: 'no-such-test-runner-xyz' was not found"* ]]
+	assert_equal "$(tests_of '.exit_code')" 2
+	# a test that failed on a missing program among tests that ran is a test's failure (exit 1)
+	run -1 --separate-stderr ft --repo "$REPO" --no-input --command "printf '1..2\nok 1 a\nnot ok 2 tool\n# sh: 1: frobnicate: not found\n'" </dev/null
+	assert_equal "$(tests_of '[.failures[] | .classification]')" '["environment"]'
 }
 
 @test "the test command runs in the sandbox: no writes outside the worktree, no network, no key in /proc" {
