@@ -1077,15 +1077,18 @@ static bool could_not_run(struct phase *ph, const struct tst *t)
 	else
 		snprintf(then, sizeof then, "run %s again", ph->spec->program);
 	bool not_found = t->exit_code != 126;
+	/* (126: there but not runnable, a script without its x bit as often
+	 * as a missing interpreter) */
+	const char *how = not_found ? "was not found" : "could not be run";
+	const char *fix = not_found ? "install it" : "make it executable (chmod +x) or install what it needs";
+
 	if (name[0])
-		phase_reason(ph, "the tests could not run: '%s' %s (%s): install it, then %s", name,
-			     not_found ? "was not found" : "could not be run", line, then);
+		phase_reason(ph, "the tests could not run: '%s' %s (%s): %s, then %s", name, how, line, fix, then);
 	else if (line[0])
-		phase_reason(ph, "the tests could not run: a command %s (%s): install it, then %s",
-			     not_found ? "was not found" : "could not be run", line, then);
+		phase_reason(ph, "the tests could not run: a command %s (%s): %s, then %s", how, line, fix, then);
 	else
 		phase_reason(ph, "the tests could not run: the test command exited with status %d (a command %s): "
-			     "install it, then %s", t->exit_code, not_found ? "was not found" : "could not be run", then);
+			     "%s, then %s", t->exit_code, how, fix, then);
 	jv ev = json_set(jv_object(), "exit_code", jv_number(t->exit_code));
 	ev = json_set(ev, "missing", name[0] ? jv_string(name) : jv_null());
 	ev = json_set(ev, "line", line[0] ? jv_string(line) : jv_null());

@@ -490,7 +490,7 @@ junit_case() { printf '<testcase name="%s" classname="T" time="0.01">%s</testcas
 	# a program that is not runnable (126)
 	printf 'echo hi\n' >"$REPO/run-tests"
 	run -5 --separate-stderr ft --repo "$REPO" --command './run-tests' --no-input </dev/null
-	[[ $stderr == *"the tests could not run: './run-tests' could not be run ("*"Permission denied): install it, then run forge-test again"* ]]
+	[[ $stderr == *"the tests could not run: './run-tests' could not be run ("*"Permission denied): make it executable (chmod +x) or install what it needs, then run forge-test again"* ]]
 	# make running a missing program through the shell: exit 2, the shell's line names it
 	printf 'check:\n\tno-such-test-runner-xyz && true\n' >"$REPO/Makefile"
 	run -5 --separate-stderr ft --repo "$REPO" --command 'make check' --no-input </dev/null
@@ -938,7 +938,8 @@ worktree_clean() {
 	node_run
 	mv "$REPO/node_modules" "$BATS_TEST_TMPDIR/elsewhere"
 	ln -s "$BATS_TEST_TMPDIR/elsewhere" "$REPO/node_modules"
-	run -1 --separate-stderr bash -c "cd '$REPO' && ft --force <<<'$STATE'"
+	# (jest is then not found: the tests could not run, exit 5)
+	run -5 --separate-stderr bash -c "cd '$REPO' && ft --force <<<'$STATE'"
 	refute_output --partial sandbox.dependencies
 	[ ! -e "$WT/node_modules" ]
 }
