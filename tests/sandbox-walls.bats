@@ -870,6 +870,50 @@ git config core.fsmonitor "echo RAN >'"$UD"'/outside/fsmonitor-ran; false"'
 	gitlink_git_removed user
 }
 
+# nested_git_removed MODE: a git directory a command makes anywhere below
+# the worktree's own (src/.git, src/a/b/.git), with core.fsmonitor in its
+# config, is removed after it: git finds a .git walking up from where it
+# runs, so a person's `git status` in the worktree's src/ ran what the
+# model wrote, outside any sandbox.  A .git that was there before the
+# command (a person's nested clone) is left.
+nested_git_removed() {
+	as "$1"
+	mkdir -p "$UD/wt/vendor/own/.git"
+	echo mine >"$UD/wt/vendor/own/.git/config"
+	[ "$MODE" = user ] && chown -R 65534:65534 "$UD/wt/vendor"
+	local plant='git init -q && git config core.fsmonitor "echo RAN >'"$UD"'/outside/fsmonitor-ran; false"'
+	for sb in '{}' '{"namespaces":"off"}'; do
+		tool --sandbox "$sb" "mkdir -p src/a/b && (cd src && $plant) && (cd src/a/b && $plant) &&
+printf 'gitdir: /\n' >src/a/.git && chmod 000 src/a/b && echo planted"
+		[[ "$text" == *planted* ]]
+		notes=$(jq -r ".data.unconfined | join(\" \")" <<<"$output")
+		for g in src src/a src/a/b; do [[ "$notes" == *"the command made "*"$UD/wt/$g/.git"*", a git directory below the worktree's own"*"removed"* ]]; done
+		[ ! -e "$UD/wt/src/.git" ] && [ ! -e "$UD/wt/src/a/.git" ] && [ ! -e "$UD/wt/src/a/b/.git" ]
+		[ -d "$UD/wt/src/a/b" ]
+		[ "$(cat "$UD/wt/vendor/own/.git/config")" = mine ]
+		# git in the worktree's src/, unconfined, runs nothing of the model's
+		if [ "$MODE" = user ]; then
+			run --separate-stderr setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/nonexistent \
+				git -C "$UD/wt/src/a/b" status --short
+		else
+			run --separate-stderr git -C "$UD/wt/src/a/b" status --short
+		fi
+		[ ! -e "$UD/outside/fsmonitor-ran" ]
+		rm -rf "$UD/wt/src"
+	done
+	# a command that makes none: no note
+	tool 'echo quiet'
+	[[ "$(jq -r '.data.unconfined // [] | join(" ")' <<<"$output")" != *"git directory below"* ]]
+}
+
+@test "root: a git directory a command makes below the worktree's own is removed after it" {
+	nested_git_removed root
+}
+
+@test "unprivileged: a git directory a command makes below the worktree's own is removed after it" {
+	nested_git_removed user
+}
+
 # git_config_covered MODE: the repository's credentials (a CI checkout's
 # token in http.*.extraheader, a token in a remote's URL) are not in the
 # config a command reads; git works on the rest.

@@ -16,6 +16,7 @@
 #include "core/tmpdir.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -1818,6 +1819,182 @@ static void gitlinks_release(struct gitlinks *gl)
 	memset(gl, 0, sizeof *gl);
 }
 
+/*
+ * The git directories below a command's root that are not the root's own
+ * (nested repositories: "src/.git"), before and after it.  Git finds a
+ * .git by walking up from where it is run, so one a command leaves in
+ * src/ is what a person's `git status` in the worktree's src/ takes its
+ * configuration from -- core.fsmonitor, hooks, filter drivers --, outside
+ * any sandbox.  Those the command made are removed after it (a gitlink's
+ * directory is left to gitlinks_restore; what was there before, a
+ * person's own nested clone in a checkout, is left).
+ */
+enum { NESTED_DEPTH_MAX = 128, NESTED_SHOWN_MAX = 4 };
+
+struct nested_git {
+	bool walk;                /* root is a git working tree */
+	jv before;                /* the relative directories holding a .git */
+};
+
+/* Open the directory name in dfd without following a link, on dev; one
+ * this user may not read or search (a command's chmod 000) is made u+rwx
+ * first when fix.  -1 when it cannot (or is on another file system). */
+static int nested_open(int dfd, const char *name, dev_t dev, bool fix)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0 && errno == EACCES && fix && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISDIR(st.st_mode) && fchmodat(dfd, name, (st.st_mode & 07777) | S_IRWXU, 0) == 0)
+		fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_dev != dev)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* Append to *found (an array) the directory rel (relative to root, "" the
+ * root itself) of each .git in the tree at fd (consumed), below it too. */
+static void nested_walk(jv *found, int fd, struct buf *rel, int depth, dev_t dev, bool fix)
+{
+	DIR *d = fdopendir(fd);
+	struct dirent *e;
+	size_t len = rel->len;
+
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((e = readdir(d))) {
+		bool dir = e->d_type == DT_DIR;
+		struct stat st;
+		int sub;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (!strcmp(e->d_name, ".git")) {
+			if (depth > 0)
+				*found = jv_array_append(*found, jv_string(rel->buf));
+			continue;
+		}
+		if (e->d_type == DT_UNKNOWN)
+			dir = fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+		if (!dir || depth >= NESTED_DEPTH_MAX ||
+		    (sub = nested_open(dirfd(d), e->d_name, dev, fix)) < 0)
+			continue;
+		buf_addf(rel, "%s%s", rel->len ? "/" : "", e->d_name);
+		nested_walk(found, sub, rel, depth + 1, dev, fix);
+		buf_truncate(rel, len);
+	}
+	closedir(d);
+}
+
+/* The directories below root holding a .git (an array); fix: as after a
+ * command, modes it took away on the way given back. */
+static jv nested_find(const char *root, bool fix)
+{
+	struct buf rel = BUF_INIT;
+	struct stat st;
+	jv found = jv_array();
+	int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd >= 0 && fstat(fd, &st) == 0) {
+		buf_adds(&rel, "");
+		nested_walk(&found, fd, &rel, 0, st.st_dev, fix);
+	} else if (fd >= 0) {
+		close(fd);
+	}
+	buf_release(&rel);
+	return found;
+}
+
+static void nested_git_save(struct nested_git *n, const char *root)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	n->before = jv_null();
+	n->walk = (size_t)snprintf(path, sizeof path, "%s/.git", root) < sizeof path &&
+		  lstat(path, &st) == 0;
+	if (n->walk)
+		n->before = nested_find(root, false);
+}
+
+static bool json_strs_have(jv arr, const char *s)
+{
+	bool yes = false;
+
+	jv_array_foreach(arr, i, v) {
+		yes = yes || !strcmp(jv_string_value(v), s);
+		jv_free(v);
+	}
+	return yes;
+}
+
+/* Remove the .git the command made below root outside a gitlink's
+ * directory; a note appended to *notes when there was one. */
+static void nested_git_restore(struct nested_git *n, const struct gitlinks *gl, const char *root, jv *notes)
+{
+	struct buf removed = BUF_INIT, kept = BUF_INIT;
+	size_t nremoved = 0, nkept = 0;
+	jv after;
+
+	if (!n->walk)
+		return;
+	after = nested_find(root, true);
+	jv_array_foreach(after, i, v) {
+		const char *rel = jv_string_value(v);
+		bool gitlink = false;
+		struct stat st;
+		int fd;
+
+		for (size_t k = 0; gl->rel && gl->rel[k] && !gitlink; k++)
+			gitlink = !strcmp(gl->rel[k], rel);
+		if (gitlink || json_strs_have(jv_copy(n->before), rel)) {
+			jv_free(v);
+			continue;
+		}
+		fd = gitlink_dir(root, rel, true);
+		/* (fd-relative, following no link: the command is over) */
+		bool gone = fd >= 0 && tmpdir_rmtree_at(fd, ".git") == 0 &&
+			    fstatat(fd, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0;
+		struct buf *b = gone ? &removed : &kept;
+		size_t *count = gone ? &nremoved : &nkept;
+
+		if (++*count <= NESTED_SHOWN_MAX)
+			buf_addf(b, "%s%s/%s/.git", b->len ? ", " : "", root, rel);
+		if (fd >= 0)
+			close(fd);
+		jv_free(v);
+	}
+	jv_free(after);
+	if (nremoved) {
+		struct buf note = BUF_INIT;
+
+		buf_addf(&note, "the command made %s", removed.buf);
+		if (nremoved > NESTED_SHOWN_MAX)
+			buf_addf(&note, " and %zu more", nremoved - NESTED_SHOWN_MAX);
+		buf_adds(&note, ", a git directory below the worktree's own (git run there would run what "
+			 "its configuration says: fsmonitor, hooks, filters): removed");
+		*notes = jv_array_append(*notes, jv_string(note.buf));
+		buf_release(&note);
+	}
+	if (nkept) {
+		struct buf note = BUF_INIT;
+
+		buf_addf(&note, "the command made %s", kept.buf);
+		if (nkept > NESTED_SHOWN_MAX)
+			buf_addf(&note, " and %zu more", nkept - NESTED_SHOWN_MAX);
+		buf_adds(&note, ", a git directory below the worktree's own, and it cannot be removed: git "
+			 "run there would run what its configuration says");
+		*notes = jv_array_append(*notes, jv_string(note.buf));
+		buf_release(&note);
+	}
+	buf_release(&removed);
+	buf_release(&kept);
+}
+
 /* Namespaces that failed at run time (a mount refused: /proc masked in a
  * container) are not tried again by this process. */
 static bool ns_broken;
@@ -2020,6 +2197,7 @@ int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_po
 	struct sandbox_cmd abs;
 	struct git_link git_link = { .len = -1 };
 	struct gitlinks gitlinks = { 0 };
+	struct nested_git nested = { .walk = false, .before = jv_null() };
 	struct direct_cmd direct = { 0 };
 	struct sandbox_deps deps = { 0 };
 	bool view;
@@ -2044,6 +2222,7 @@ int sandbox_run(struct proc_result *out, jv *unconfined, const struct sandbox_po
 	write_identity(cmd->tmp, cmd->root);
 	git_link_save(&git_link, cmd->root);
 	gitlinks_save(&gitlinks, cmd->root);
+	nested_git_save(&nested, cmd->root);
 	sandbox_deps_find(&deps, cmd->root);
 again:
 	o = (struct proc_opts)PROC_OPTS_INIT;
@@ -2189,6 +2368,7 @@ again:
 		buf_release(&b);
 	}
 	gitlinks_restore(&gitlinks, cmd->root, &notes);
+	nested_git_restore(&nested, &gitlinks, cmd->root, &notes);
 out:
 	if (unconfined && jv_array_length(jv_copy(notes)) > 0) {
 		*unconfined = notes;
@@ -2197,6 +2377,7 @@ out:
 	jv_free(notes);
 	direct_cmd_release(&direct);
 	gitlinks_release(&gitlinks);
+	jv_free(nested.before);
 	sandbox_deps_release(&deps);
 	sandbox_env_free(env);
 	landlock_ruleset_free(rs);
