@@ -211,7 +211,8 @@ void llm_choose(struct llm_choice *out, const struct config *cfg, const char *ph
 	if (phase_model) {
 		out->model = phase_model;
 		snprintf(key, sizeof key, "llm.phases.%s.model", phase);
-		set_at(out->model_why, sizeof out->model_why, cfg, key);
+		snprintf(out->model_why, sizeof out->model_why, "%s", key);
+		set_at(out->model_why, sizeof out->model_why, cfg, key);   /* with its layer */
 		snprintf(out->model_key, sizeof out->model_key, "%s", key);
 	} else if (!switched && model_rank > 0) {
 		out->model = str_or_null(cfg, "llm.model");
