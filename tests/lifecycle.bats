@@ -993,6 +993,42 @@ plan_cut() {
 	assert_line --regexp "^  why +first fix what the provider refused "
 }
 
+@test "a model the provider does not serve names the setting that chose it (a phase's own: --model does not change it), is not asked again, and resumes once it is changed (both providers)" {
+	use_mock
+	mkdir -p .forge
+	echo '{"llm": {"phases": {"implement": {"model": "claude-haiku-4-5"}}}}' >.forge/config.json
+	script "$(jq -nc --argjson p "$PLAN" '$p + [{fault: "error", status: 404, type: "not_found_error",
+		message: "model: claude-haiku-4-5", times: "always"}]')"
+	run -5 --separate-stderr forge run "add a mul operation" </dev/null
+	T=$(last_trace)
+	# (before: "unknown model 'claude-haiku-4-5': model: claude-haiku-4-5; check --model",
+	# and --model does not change a phase's own model)
+	[[ "$stderr" == *"[implement] forge-implement: failed: the provider refused the request: anthropic: unknown model 'claude-haiku-4-5', chosen by llm.phases.implement.model (project: $REPO/.forge/config.json): model: claude-haiku-4-5; set llm.phases.implement.model to a model the provider serves (--model does not change a phase's own model)"* ]]
+	[[ "$stderr" != *"check --model"* ]]
+	[ "$(calls implementer)" -eq 1 ]
+	assert_line "  next      forge resume $T"
+	echo '{}' >.forge/config.json
+	script "$IMPL"
+	AFTER=$(last_seq)
+	run -0 --separate-stderr forge resume -q "$T" </dev/null
+	[ "$(calls planner "$AFTER")" -eq 0 ]
+	run -0 forge status --json "$T"
+	jq -e '.run.status == "completed"' <<<"$output"
+	# OpenAI, a phase alone: the phase's own model, and llm.model by --model
+	export FORGE_PROVIDER=openai FORGE_BASE_URL="$MOCK_URL/v1" OPENAI_API_KEY=test-key
+	mock_reset
+	script '[{"fault": "error", "status": 404, "type": "invalid_request_error", "code": "model_not_found",
+		"message": "The model `gpt-4o-mini` does not exist or you do not have access to it.", "times": "always"}]'
+	echo '{"llm": {"phases": {"plan": {"model": "gpt-4o-mini"}}}}' >.forge/config.json
+	run -5 --separate-stderr forge-plan --task "add a mul operation" </dev/null
+	[[ "$stderr" == *"openai: unknown model 'gpt-4o-mini', chosen by llm.phases.plan.model (project: $REPO/.forge/config.json): The model"*"; set llm.phases.plan.model to a model the provider serves (--model does not change a phase's own model)"* ]]
+	echo '{}' >.forge/config.json
+	run -5 --separate-stderr forge-plan --model gpt-4o-mini --task "add a mul operation" </dev/null
+	[[ "$stderr" == *"openai: unknown model 'gpt-4o-mini', chosen by llm.model (flags: command line): The model"*"; set llm.model (--model, FORGE_MODEL) to a model the provider serves"* ]]
+	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq length"
+	assert_output 2
+}
+
 @test "a server that wants a key when none was sent says so, not that a key was rejected (hunt67 #3)" {
 	use_mock
 	mkdir -p .forge

@@ -176,7 +176,7 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 		{"provider":"openai","fault":"error","status":403,"type":"invalid_request_error","code":"unsupported_country_region_territory","message":"Country, region, or territory not supported"}]'
 	# (before: "the API key was rejected (ANTHROPIC_API_KEY) ...; check the key")
 	run -5 --separate-stderr anth hi
-	[[ $stderr == *"anthropic: the key (ANTHROPIC_API_KEY) is not allowed to use model 'claude-haiku-4-5' or what the request asks for: Your API key does not have permission to use the specified resource.; check what the key's account, workspace or project may use, or choose another model (--model)"* ]]
+	[[ $stderr == *"anthropic: the key (ANTHROPIC_API_KEY) is not allowed to use model 'claude-haiku-4-5' or what the request asks for: Your API key does not have permission to use the specified resource.; check what the key's account, workspace or project may use, or set llm.model (--model, FORGE_MODEL) to another model"* ]]
 	[[ $stderr != *"rejected"* && $stderr != *"check the key"* ]]
 	# (before: "the prompt does not fit the context window of 'claude-haiku-4-5'")
 	run -5 --separate-stderr anth hi
@@ -289,7 +289,7 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	[[ $stderr != *"unknown model"* ]]
 	# a 404 that names the model still is one
 	run -5 --separate-stderr anth --model claude-nope hi
-	[[ $stderr == *"unknown model 'claude-nope'"*"check --model" ]]
+	[[ $stderr == *"unknown model 'claude-nope', chosen by llm.model (flags: command line)"*"; set llm.model (--model, FORGE_MODEL) to a model the provider serves" ]]
 }
 
 @test "a mid-stream error and a cut stream fail with exit 5 once part of the answer was printed (it is not asked again)" {

@@ -458,6 +458,28 @@ tool_result() {
 	requests | jq -e '[.[3:][] | select(.body.tools) | .body.messages | last | .content | type] | all(. == "array")'
 }
 
+@test "a request the provider refuses as longer than the window (Anthropic prompt is too long, OpenAI context_length_exceeded): compressed and asked again once, then the phase fails naming llm.context_window, not 'shorten the prompt'" {
+	reads=$(for i in 1 2 3; do printf '{"tool_calls":[{"name":"read_file","input":{"path":"calc.c","max_lines":%d}}]},' $i; done)
+	mock "[$reads{\"fault\":\"context_length\",\"times\":\"always\"}]"
+	# (before: "...; shorten the prompt (and working memory could not be
+	# compressed further)": the prompt is forge's, the window it took the
+	# model to have is what the user can say)
+	run -5 --separate-stderr forge-plan --task "add a mul operation"
+	[[ $stderr == *"anthropic: the prompt does not fit the context window of 'claude-sonnet-4-5': prompt is too long: "*"; the working memory was compressed and the request still refused: when the model's context window is smaller than the 200000 tokens forge takes it to have, say so in llm.context_window (or llm.pricing's context_window for a model forge knows) so that the agent compresses in time; else give a smaller task (or lower memory.context_tokens)"* ]]
+	[[ $stderr != *"shorten the prompt"* ]]
+	[ "$(event_types | grep -c '^memory.compressed$')" -eq 1 ]
+	# the step asked again once, compressed (the summary's own call between)
+	requests | jq -e '[.[] | select(.status == 400 and .body.tools) | .body.messages | length] | length == 2 and .[1] < .[0]'
+	last_state | jq -e '.status == "failed"'
+	# nothing to compress (the first request), OpenAI: not asked again
+	mock_script '[{"fault":"context_length","times":"always"}]'
+	export FORGE_PROVIDER=openai FORGE_BASE_URL="$MOCK_URL/v1" OPENAI_API_KEY=test-key FORGE_MODEL=gpt-4o-mini
+	run -5 --separate-stderr forge-plan --task "add a mul operation"
+	[[ $stderr == *"openai: the prompt does not fit the context window of 'gpt-4o-mini': This model's maximum context length is"*"; the working memory could not be compressed further: when the model's context window is smaller than the 128000 tokens forge takes it to have, say so in llm.context_window"* ]]
+	[[ $stderr != *"shorten the prompt"* ]]
+	[ "$(requests | jq length)" -eq 1 ]
+}
+
 # cache_marks: where each request's cache_control breakpoints are:
 # [the tools' indexes, the system blocks', [message, block] of the messages'].
 cache_marks() {

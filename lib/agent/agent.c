@@ -597,6 +597,30 @@ static bool request_fits(struct agent *a, size_t *fixed, size_t *messages)
 }
 
 /*
+ * The provider refused the request as too long (llm: LLM_ERR_CONTEXT)
+ * and compressing the working memory did not help or could not be done:
+ * msg (the client's error) with what the user can change.  The client's
+ * own tip, to shorten the prompt, is for a prompt of the user's (forge
+ * llm); here the prompt is the agent's, sized to the window forge takes
+ * the model to have, which the provider's refusal says is too large.
+ */
+static void context_refused(const struct agent *a, const char *msg, bool compressed)
+{
+	static const char tip[] = "; shorten the prompt";
+	size_t n = strlen(msg), t = sizeof tip - 1;
+
+	if (n >= t && !strcmp(msg + n - t, tip))
+		n -= t;
+	forge_error("%.*s; the working memory %s: when the model's context window is smaller than "
+		    "the %zu tokens forge takes it to have, say so in llm.context_window (or "
+		    "llm.pricing's context_window for a model forge knows) so that the agent "
+		    "compresses in time; else give a smaller task (or lower memory.context_tokens)",
+		    (int)n, msg, compressed ? "was compressed and the request still refused"
+					    : "could not be compressed further",
+		    a->cfg->context_tokens);
+}
+
+/*
  * One call with the working memory; on a context overflow, compress and
  * retry once.  A request that cannot fit the window, compressed as far as
  * it goes, is not sent: -2 with a message naming the window.
@@ -645,13 +669,17 @@ static int reason(struct agent *a, struct llm_response *resp)
 		if (a->env->on_call)
 			a->env->on_call(a->env->progress_payload, false);
 		llm_request_release(&req);
-		if (rc == 0 || tries > 0 || llm_client_error(a->env->llm) != LLM_ERR_CONTEXT)
+		if (rc == 0 || llm_client_error(a->env->llm) != LLM_ERR_CONTEXT)
 			return rc;
 		char msg[1024];
 		snprintf(msg, sizeof msg, "%s", forge_last_error());
+		if (tries > 0) {
+			context_refused(a, msg, true);
+			return rc;
+		}
 		llm_response_release(resp);
 		if (!agent_compress(a, true)) {
-			forge_error("%s (and working memory could not be compressed further)", msg);
+			context_refused(a, msg, false);
 			return -1;
 		}
 	}

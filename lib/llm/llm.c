@@ -25,6 +25,8 @@
 struct llm_client {
 	const struct llm_provider *p;      /* NULL for replay */
 	char *provider, *model, *base_url, *key;
+	char model_key[96], model_why[160];   /* llm_options': the setting that chose
+					         model, and where it came from */
 	char *shown_url;                   /* base_url without its userinfo's password */
 	char *shown_call_url;              /* the last call's URL, so shown */
 	struct http_client http;
@@ -120,6 +122,30 @@ static const char *key_file_var(const char *provider)
 	return !strcmp(provider, "anthropic") ? "FORGE_ANTHROPIC_KEY_FILE" : "FORGE_OPENAI_KEY_FILE";
 }
 
+/* Which setting chose c->model, and where it came from (opt's, else
+ * FORGE_MODEL or the provider's default): what an error about the model
+ * names for the user to change. */
+static void model_source(struct llm_client *c, const struct llm_options *opt)
+{
+	snprintf(c->model_key, sizeof c->model_key, "%s", opt->model_key[0] ? opt->model_key : "llm.model");
+	if (opt->model && opt->model_why[0])
+		snprintf(c->model_why, sizeof c->model_why, "%s", opt->model_why);
+	else if (!opt->model && env("FORGE_MODEL"))
+		snprintf(c->model_why, sizeof c->model_why, "FORGE_MODEL");
+	else if (!opt->model)
+		snprintf(c->model_why, sizeof c->model_why, "the default model of %s", c->provider);
+}
+
+/* The setting that gives another model, into b: its key, then `then`. */
+static void model_tip(struct buf *b, const struct llm_client *c, const char *then)
+{
+	bool global = !strcmp(c->model_key, "llm.model");
+
+	buf_addf(b, "%s%s%s", c->model_key, global ? " (--model, FORGE_MODEL)" : "", then);
+	if (!strncmp(c->model_key, "llm.phases.", 11))
+		buf_adds(b, " (--model does not change a phase's own model)");
+}
+
 static int setup_provider(struct llm_client *c, const struct llm_options *opt)
 {
 	const char *url;
@@ -137,6 +163,7 @@ static int setup_provider(struct llm_client *c, const struct llm_options *opt)
 		c->flags |= LLM_PROMPT_CACHE;
 	c->shown_url = secret_url_shown(url);
 	c->model = xstrdup(first(opt->model, first(env("FORGE_MODEL"), c->p->default_model)));
+	model_source(c, opt);
 	if (llm_key_load(&c->key, c->provider) < 0)
 		return -1;
 	/* a compatible server elsewhere (Ollama, llama.cpp) may need no key */
@@ -363,7 +390,6 @@ static const char *hint(enum llm_error kind)
 {
 	switch (kind) {
 	case LLM_ERR_AUTH: return "check the key";
-	case LLM_ERR_MODEL: return "check --model";
 	case LLM_ERR_CONFIG: return "check the base URL (--base-url, FORGE_BASE_URL or llm.base_url; "
 				    "an OpenAI-compatible server's ends in /v1)";
 	case LLM_ERR_CONTEXT: return "shorten the prompt";
@@ -404,8 +430,7 @@ static bool say_refusal(struct buf *b, const char **tip, const struct llm_client
 	if (kind == LLM_ERR_AUTH && (status == 403 || (type && !strcmp(type, "permission_error")))) {
 		buf_addf(b, "the key (%s) is not allowed to use model '%s' or what the request asks for",
 			 c->p ? c->p->key_env : "the API key", c->model);
-		*tip = "check what the key's account, workspace or project may use, or choose another "
-		       "model (--model)";
+		*tip = "check what the key's account, workspace or project may use, or set";
 		return true;
 	}
 	if (kind == LLM_ERR_CONTEXT && (status == 413 || (type && !strcmp(type, "request_too_large")))) {
@@ -442,7 +467,8 @@ static int report(struct llm_client *c, enum llm_error kind, const struct http_r
 	else if (kind == LLM_ERR_AUTH)
 		buf_addf(&b, "the API key was rejected (%s)", c->p->key_env);
 	else if (kind == LLM_ERR_MODEL)
-		buf_addf(&b, "unknown model '%s'", c->model);
+		buf_addf(&b, "unknown model '%s'%s%s", c->model, c->model_why[0] ? ", chosen by " : "",
+			 c->model_why);
 	else if (kind == LLM_ERR_CONTEXT)
 		buf_addf(&b, "the prompt does not fit the context window of '%s'", c->model);
 	else if (r && r->streamed && f)   /* an error event in an answer under way (HTTP 200) */
@@ -473,11 +499,17 @@ static int report(struct llm_client *c, enum llm_error kind, const struct http_r
 	if (r && r->retry_after_refused > 0)
 		buf_addf(&b, "; the provider asked to retry after %.0f s, more than llm.retry_max_delay_s=%.0f; "
 			 "try later or raise it", ceil(r->retry_after_refused), c->http.retry.max_retry_after);
-	else if (tip)
+	else if (tip && kind == LLM_ERR_AUTH) {   /* (a 403: the model may be the cause) */
+		buf_addf(&b, "; %s ", tip);
+		model_tip(&b, c, " to another model");
+	} else if (tip)
 		buf_addf(&b, "; %s", tip);
 	else if (keyless)
 		buf_addf(&b, "; %s", give_key);
-	else if (hint(kind))
+	else if (kind == LLM_ERR_MODEL) {
+		buf_adds(&b, "; set ");
+		model_tip(&b, c, " to a model the provider serves");
+	} else if (hint(kind))
 		buf_addf(&b, "; %s", hint(kind));
 	else if (setting_hint(kind, f))
 		buf_addf(&b, "; %s", setting_hint(kind, f));

@@ -267,6 +267,11 @@ struct llm_options {
 	                                  ANTHROPIC_API_KEY, "openai" with OPENAI_API_KEY
 	                                  or OPENAI_BASE_URL, else an error */
 	const char *model;             /* NULL: $FORGE_MODEL, else the provider default */
+	char model_key[96];            /* the setting that chose model, which the
+	                                  errors about it name ("llm.phases.plan.model",
+	                                  "llm.fast_model"; "" = llm.model) */
+	char model_why[160];           /* where model came from (llm_choice's why);
+	                                  "" = unsaid */
 	const char *base_url;          /* NULL: ANTHROPIC_BASE_URL / OPENAI_BASE_URL, default
 	                                  (FORGE_BASE_URL is llm.base_url: llm_choose) */
 	const char *cassette;          /* replay: the file; NULL: $FORGE_CASSETTE */
@@ -349,6 +354,9 @@ struct config;
 struct llm_choice {
 	const char *provider, *model, *fast_model, *base_url, *cassette;
 	char provider_why[160], model_why[160], fast_why[160], base_url_why[480];
+	/* the setting to change for another model, fast model: "llm.model",
+	 * "llm.fast_model" or "llm.phases.PHASE.model" */
+	char model_key[96], fast_key[96];
 	bool base_url_unused;          /* set, not used: the provider was only inferred */
 };
 void llm_choose(struct llm_choice *out, const struct config *cfg, const char *phase);

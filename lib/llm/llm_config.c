@@ -206,9 +206,14 @@ void llm_choose(struct llm_choice *out, const struct config *cfg, const char *ph
 		snprintf(out->provider_why, sizeof out->provider_why, "%s", gwhy);
 	}
 
+	snprintf(out->model_key, sizeof out->model_key, "llm.model");
+	snprintf(out->fast_key, sizeof out->fast_key, "llm.fast_model");
 	if (phase_model) {
 		out->model = phase_model;
-		snprintf(out->model_why, sizeof out->model_why, "llm.phases.%s.model", phase);
+		snprintf(key, sizeof key, "llm.phases.%s.model", phase);
+		snprintf(out->model_why, sizeof out->model_why, "%s", key);
+		set_at(out->model_why, sizeof out->model_why, cfg, key);   /* with its layer */
+		snprintf(out->model_key, sizeof out->model_key, "%s", key);
 	} else if (!switched && model_rank > 0) {
 		out->model = str_or_null(cfg, "llm.model");
 		set_at(out->model_why, sizeof out->model_why, cfg, "llm.model");
@@ -225,7 +230,8 @@ void llm_choose(struct llm_choice *out, const struct config *cfg, const char *ph
 
 	if (phase_model) {
 		out->fast_model = phase_model;
-		snprintf(out->fast_why, sizeof out->fast_why, "llm.phases.%s.model", phase);
+		snprintf(out->fast_why, sizeof out->fast_why, "%s", out->model_why);
+		snprintf(out->fast_key, sizeof out->fast_key, "%s", out->model_key);
 	} else if (!switched && fast_rank > 0) {
 		out->fast_model = str_or_null(cfg, "llm.fast_model");
 		set_at(out->fast_why, sizeof out->fast_why, cfg, "llm.fast_model");
@@ -265,6 +271,8 @@ void llm_options_for(struct llm_options *opt, const struct config *cfg, const ch
 	llm_choose(&ch, cfg, phase);
 	opt->provider = ch.provider;
 	opt->model = fast ? ch.fast_model : ch.model;
+	snprintf(opt->model_key, sizeof opt->model_key, "%s", fast ? ch.fast_key : ch.model_key);
+	snprintf(opt->model_why, sizeof opt->model_why, "%s", fast ? ch.fast_why : ch.model_why);
 	opt->base_url = ch.base_url;
 	opt->cassette = ch.cassette;
 	opt->timeout_ms = seconds_ms(cfg, "llm.timeout_s");

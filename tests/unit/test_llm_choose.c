@@ -142,7 +142,11 @@ static void test_per_phase_overrides(void)
 	CHECK_STR(ch.model, "reviewer");
 	CHECK_STR(ch.fast_model, "reviewer");
 	CHECK_STR(ch.base_url, "http://127.0.0.1:1");
-	CHECK_STR(ch.model_why, "llm.phases.review.model");
+	CHECK_STR(ch.model_why, "llm.phases.review.model (flags: command line)");
+	/* the setting an error about the model names (before: none; "--model",
+	 * which does not change a phase's own model) */
+	CHECK_STR(ch.model_key, "llm.phases.review.model");
+	CHECK_STR(ch.fast_key, "llm.phases.review.model");
 	/* another provider: its own default model and base URL */
 	llm_choose(&ch, cfg, "test");
 	CHECK_STR(ch.provider, "openai");
@@ -308,6 +312,8 @@ static void test_options_for_a_phase(void)
 	llm_options_for(&opt, cfg, "review", true);
 	CHECK_STR(opt.provider, "openai");
 	CHECK_STR(opt.model, "qwen2.5-coder");
+	/* the fast model: llm.fast_model is the setting for another one */
+	CHECK_STR(opt.model_key, "llm.fast_model");
 	CHECK_INT(opt.max_retries, 4);
 	jv_free(opt.pricing);
 	config_free(cfg);
@@ -323,6 +329,12 @@ static void test_options_for_a_phase(void)
 	llm_options_init(&opt);
 	llm_options_for(&opt, cfg, "plan", true);
 	CHECK_STR(opt.model, "claude-haiku-4-5");
+	CHECK_STR(opt.model_why, "the default fast model of replay");
+	jv_free(opt.pricing);
+	llm_options_init(&opt);
+	llm_options_for(&opt, cfg, "plan", false);
+	CHECK_STR(opt.model_key, "llm.model");
+	CHECK_STR(opt.model_why, "the default model of replay");
 	jv_free(opt.pricing);
 	config_free(cfg);
 }
