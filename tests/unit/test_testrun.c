@@ -556,6 +556,21 @@ static void test_env_signatures(void)
 	};
 	for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
 		CHECK(testrun_env_signature(own[i], strlen(own[i]), false) == NULL);
+	/* make running a recipe's program without a shell, and its Error 127;
+	 * not make's own -f file it cannot read, nor a test's missing file */
+	const char *mk = "go test ./...\nmake: go: No such file or directory\nmake: *** [Makefile:2: test] Error 127\n";
+	const char *mk1 = "make[1]: ./run: No such file or directory\nmake[1]: *** [t.mk:2: all] Error 127\n";
+	const char *mk127 = "make: *** [Makefile:2: test] Error 127\n";
+	const char *mkf = "make: nosuch: No such file or directory\nmake: *** No rule to make target 'nosuch'.  Stop.\n";
+	const char *cat = "cat: data.txt: No such file or directory\nmake: *** [Makefile:2: test] Error 1\n";
+	const char *ign = "make: [Makefile:2: test] Error 127 (ignored)\n";
+
+	CHECK_STR(testrun_env_signature(mk, strlen(mk), false), "missing program");
+	CHECK_STR(testrun_env_signature(mk1, strlen(mk1), false), "missing program");
+	CHECK_STR(testrun_env_signature(mk127, strlen(mk127), false), "command not found");
+	CHECK(testrun_env_signature(mkf, strlen(mkf), true) == NULL);
+	CHECK(testrun_env_signature(cat, strlen(cat), true) == NULL);
+	CHECK(testrun_env_signature(ign, strlen(ign), true) == NULL);
 	const char *ro = "ld: cannot open output file calc: Read-only file system\n";
 	const char *nproc = "sh: 1: Cannot fork\n";
 	CHECK_STR(testrun_env_signature(ro, strlen(ro), false), "read-only file system");
