@@ -208,11 +208,14 @@ static void test_node(void)
 	/* node --test run twice by one command: both trailers counted
 	 * (before: the last one's counts alone) */
 	CHECK(parse_fixture(&r, "node_tap_twice.txt") == 0);
-	COUNTS(r, "node", 16, 6, 6, 4);
+	COUNTS(r, "node", 14, 6, 4, 4);
 	testrun_release(&r);
 
+	/* the leaves, as node's JUnit reporter counts them: its trailer's
+	 * 8 / 3 / 3 / 2 counts "parent", a test() with subtests, besides
+	 * them (before: 3 failed of which 2 were listed) */
 	CHECK(parse_fixture(&r, "node_tap.txt") == 0);
-	COUNTS(r, "node", 8, 3, 3, 2);
+	COUNTS(r, "node", 7, 3, 2, 2);
 	c = testrun_find(&r, "fails");
 	CHECK(c && c->status == TC_FAIL);
 	CHECK_STR(c->file, "/tmp/tstrec/node/test/a.test.js");
@@ -241,7 +244,7 @@ static void test_node(void)
 	testrun_release(&r);
 
 	CHECK(parse_fixture(&r, "npm_test.txt") == 0);
-	COUNTS(r, "node", 8, 3, 3, 2);
+	COUNTS(r, "node", 7, 3, 2, 2);
 	testrun_release(&r);
 
 	/* a describe() suite: its closing "✖ math" is not a failing test of
@@ -253,9 +256,27 @@ static void test_node(void)
 	testrun_release(&r);
 
 	CHECK(parse_fixture(&r, "node_spec.txt") == 0);
-	COUNTS(r, "node", 8, 3, 3, 2);
+	COUNTS(r, "node", 7, 3, 2, 2);
 	c = testrun_find(&r, "fails");
 	CHECK(c && c->file && strcmp(c->file, "/tmp/tstrec/node/test/a.test.js") == 0 && c->line == 4);
+	testrun_release(&r);
+
+	/* one failing subtest of a test(): 3 tests, 1 failed, as listed
+	 * (node says "# tests 4", "# fail 2": the parent besides) */
+	CHECK(parse_fixture(&r, "node_tap_subtest.txt") == 0);
+	COUNTS(r, "node", 3, 2, 1, 0);
+	CHECK_INT(r.ncases, 3);
+	CHECK(testrun_find(&r, "parent > child bad")->status == TC_FAIL);
+	testrun_release(&r);
+	CHECK(parse_fixture(&r, "node_spec_subtest.txt") == 0);
+	COUNTS(r, "node", 3, 2, 1, 0);
+	testrun_release(&r);
+	/* and among a describe() suite's, which node does not count */
+	CHECK(parse_fixture(&r, "node_tap_subtests_suite.txt") == 0);
+	COUNTS(r, "node", 5, 2, 3, 0);
+	testrun_release(&r);
+	CHECK(parse_fixture(&r, "node_spec_subtests_suite.txt") == 0);
+	COUNTS(r, "node", 5, 2, 3, 0);
 	testrun_release(&r);
 
 	CHECK(parse_fixture(&r, "node_junit.xml") == 0);
