@@ -69,7 +69,7 @@ static void on_lease_lost(void *arg)
 int sup_lease_lost_end(struct sup *s)
 {
 	if (!s->lease_lost_said)
-		fprintf(stderr, "forge: run %s is being worked on by another process, which took its lease "
+		sup_say("run %s is being worked on by another process, which took its lease "
 				"over; this one stopped its phase and recorded nothing more (forge status %s)\n",
 			s->trace, s->trace);
 	s->lease_lost_said = true;
@@ -137,7 +137,7 @@ static int stop_unkept(struct sup *s)
 	sup_commit_batch(s);    /* (the mark alone: whether it was written) */
 	bool marked = store_run_update(s->o->store, s->trace, "failed", NULL, SUP_UNKEPT) == 0;
 
-	fprintf(stderr, "forge: the run cannot be recorded: %s; it stops before its first checkpoint was kept, "
+	sup_say("the run cannot be recorded: %s; it stops before its first checkpoint was kept, "
 		"so it cannot be resumed: start the task again with `forge run` once the database can be "
 		"written", s->store_error);
 	if (marked)
@@ -155,7 +155,7 @@ int sup_store_stop(struct sup *s)
 		return -1;
 	if (!s->kept)
 		return stop_unkept(s);
-	fprintf(stderr, "forge: the run cannot be recorded: %s; it stops here (forge resume %s when the "
+	sup_say("the run cannot be recorded: %s; it stops here (forge resume %s when the "
 		"database can be written again)\n", s->store_error, s->trace);
 	return sup_end_run(s, "paused", "the database could not be written", FORGE_EXIT_DEPENDENCY);
 }
@@ -209,7 +209,7 @@ static void push_run(struct sup *s)
 		return;
 	}
 	if (!s->o->quiet)
-		fprintf(stderr, "forge: warning: cannot push the run's branch to '%s': %s; the run goes on\n",
+		sup_say("warning: cannot push the run's branch to '%s': %s; the run goes on\n",
 			json_get_str(ev, "remote"), json_get_str(ev, "error"));
 	sup_emit(s, "run.push_failed", ev);
 	sup_commit_batch(s);
@@ -230,7 +230,7 @@ static void sync_log(struct sup *s)
 	s->unsynced = false;
 	sup_commit_batch(s);
 	if (store_sync_log(s->o->store) < 0)     /* a no-op on PostgreSQL: each commit is durable */
-		fprintf(stderr, "forge: warning: cannot sync the database '%s' to disk: the last checkpoint "
+		sup_say("warning: cannot sync the database '%s' to disk: the last checkpoint "
 				"may not survive a power loss\n", store_path(s->o->store));
 }
 
@@ -280,6 +280,16 @@ void sup_emit_event(struct sup *s, jv ev)
 void sup_emit(struct sup *s, const char *type, jv payload)
 {
 	sup_emit_event(s, stream_event_new(&s->out, type, payload));
+}
+
+void sup_say(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", program_invocation_short_name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
 }
 
 void sup_progress(struct sup *s, const char *fmt, ...)
@@ -396,7 +406,7 @@ bool sup_cancelled(struct sup *s)
 int sup_stop_cancelled(struct sup *s)
 {
 	s->ended = true;
-	fprintf(stderr, "forge: run %s was cancelled\n", s->trace);
+	sup_say("run %s was cancelled\n", s->trace);
 	return FORGE_EXIT_INTERRUPTED;
 }
 
@@ -645,10 +655,10 @@ static int gate_decided(struct sup *s, const char *name, jv row)
 	/* expired: no one said no, and the person is told how to go on
 	 * (before: "a gate was rejected", nothing on stderr) */
 	if (expired)
-		fprintf(stderr, "forge: gate %s (%s) expired without a decision (its timeout_s): it counts "
+		sup_say("gate %s (%s) expired without a decision (its timeout_s): it counts "
 			"as rejected and the run stops\n", name, json_get_str(row, "id"));
 	else if (json_get_str(row, "decided_by"))
-		fprintf(stderr, "forge: gate %s (%s) was rejected by %s%s%s: the run stops\n", name,
+		sup_say("gate %s (%s) was rejected by %s%s%s: the run stops\n", name,
 			json_get_str(row, "id"), json_get_str(row, "decided_by"),
 			json_get_str(row, "note") ? ": " : "", json_get_str(row, "note") ? json_get_str(row, "note") : "");
 	sup_emit(s, "gate.rejected", json_set(json_set(jv_object(), "gate", jv_string(name)),
@@ -672,7 +682,7 @@ static enum gate_outcome decided_elsewhere(struct sup *s, const char *name, cons
 	int out;
 
 	if (r != GATE_REFUSED || gate_get(&row, s->o->store, id) < 0) {
-		fprintf(stderr, "forge: the answer to gate %s could not be recorded: %s; it stays pending "
+		sup_say("the answer to gate %s could not be recorded: %s; it stays pending "
 			"(forge resume %s asks again)\n", name, forge_last_error(), s->trace);
 		store_failed(s);
 		return GATE_WAIT;
@@ -682,13 +692,13 @@ static enum gate_outcome decided_elsewhere(struct sup *s, const char *name, cons
 	const char *how = expired ? "expired (its timeout_s)" : "was decided elsewhere (forge gate, forge tui)";
 
 	if (answered)
-		fprintf(stderr, "forge: the answer typed here is not recorded: gate %s %s while it was "
+		sup_say("the answer typed here is not recorded: gate %s %s while it was "
 			"asked; that decision stands\n", name, how);
 	else
-		fprintf(stderr, "forge: gate %s %s while it was asked here; that decision stands\n", name, how);
+		sup_say("gate %s %s while it was asked here; that decision stands\n", name, how);
 	out = gate_decided(s, name, row);
 	if (out == GATE_PASS)   /* (a rejection or an expiry gate_decided() says) */
-		fprintf(stderr, "forge: gate %s (%s) was approved by %s%s%s: the run goes on\n", name, id,
+		sup_say("gate %s (%s) was approved by %s%s%s: the run goes on\n", name, id,
 			json_get_str(row, "decided_by") ? json_get_str(row, "decided_by") : "a human",
 			json_get_str(row, "note") ? ": " : "", json_get_str(row, "note") ? json_get_str(row, "note") : "");
 	jv_free(row);
@@ -776,11 +786,11 @@ enum gate_outcome sup_pass_gate(struct sup *s, jv gate, const char *phase)
 	}
 	if (ans == PROMPT_INTERRUPTED || interrupted) {
 		interrupted = 1;
-		fprintf(stderr, "forge: interrupted at gate %s; it stays pending: `forge resume %s` asks again, "
+		sup_say("interrupted at gate %s; it stays pending: `forge resume %s` asks again, "
 				"or decide with `forge gate approve|reject %s` first\n", name, s->trace, id);
 		return GATE_WAIT;
 	}
-	fprintf(stderr, "forge: gate %s is waiting for a human: %s\n", name, json_get_str(gate, "prompt"));
+	sup_say("gate %s is waiting for a human: %s\n", name, json_get_str(gate, "prompt"));
 	if (json_get_str(gate, "question"))
 		fprintf(stderr, "  the agent asked a question, which only a person answers%s: answer with "
 				"`forge gate approve %s --note ANSWER`, then `forge resume %s`\n",
@@ -1084,7 +1094,7 @@ static void memory_failed(struct sup *s, const char *source)
 	const char *err = forge_last_error();
 
 	if (!s->o->quiet)
-		fprintf(stderr, "forge: warning: the run's %s could not be stored in memory: %s\n",
+		sup_say("warning: the run's %s could not be stored in memory: %s\n",
 			strcmp(source, "run_episode") == 0 ? "episode" : "lessons", err && *err ? err : "unknown error");
 	sup_emit(s, "memory.failed", json_set(json_set(jv_object(), "source", jv_string(source)), "error",
 					      jv_string(err && *err ? err : "unknown error")));
@@ -1357,7 +1367,7 @@ static void said_tripped(struct sup *s)
 	const char *error = json_get_str(run, "error"), *reason = json_get_str(p, "reason");
 	const char *breaker = json_get_str(p, "breaker"), *phase = json_get_str(trip, "phase");
 
-	buf_addf(&line, "forge: run %s stopped: ", s->trace);
+	buf_addf(&line, "%s: run %s stopped: ", program_invocation_short_name, s->trace);
 	if (breaker && reason && *reason && (!error || strstr(error, reason)))
 		buf_addf(&line, "breaker %s tripped%s%s: %s", breaker, phase ? " in " : "", phase ? phase : "", reason);
 	else
@@ -1386,7 +1396,7 @@ static void said_rejected(struct sup *s)
 	store_run_get_brief(&run, s->o->store, s->trace);
 	const char *error = json_get_str(run, "error");
 
-	buf_addf(&line, "forge: run %s was rejected: %s", s->trace, error && *error ? error : "no reason recorded");
+	buf_addf(&line, "%s: run %s was rejected: %s", program_invocation_short_name, s->trace, error && *error ? error : "no reason recorded");
 	say_with_next(s, &line, "; next: `", "`");
 	jv_free(run);
 }
@@ -1596,7 +1606,7 @@ static int keep_deploy_settings(struct sup *s, jv conf, const struct config *own
 said:
 	/* (said while the deploy is still to come: not once it has a deployment) */
 	if (differs.len && jv_get_kind(deployment) != JV_KIND_OBJECT)
-		fprintf(stderr, "forge: run %s deploys with the settings it was started with, not this resume's "
+		sup_say("run %s deploys with the settings it was started with, not this resume's "
 				"configuration:%s (a resume finishes the run whose deploy was approved; to deploy "
 				"otherwise, start a new run)\n", s->trace, differs.buf);
 out:
@@ -1671,17 +1681,17 @@ static int lease_refused(struct sup *s, jv held)
 	char when[128];
 
 	if (store_lease_local(held) && s->o->steal)
-		fprintf(stderr, "forge: run %s is held by a live process of this host: %s, pid %.0f, since %s; "
+		sup_say("run %s is held by a live process of this host: %s, pid %.0f, since %s; "
 				"--steal takes only another host's lease; wait for it or stop it with "
 				"`forge cancel %s`\n", s->trace, prog ? prog : "a forge program",
 			json_get_num(held, "pid", 0), json_get_str(held, "acquired_at"), s->trace);
 	else if (store_lease_local(held))
-		fprintf(stderr, "forge: run %s is already running: %s, pid %.0f on %s, since %s; wait for it "
+		sup_say("run %s is already running: %s, pid %.0f on %s, since %s; wait for it "
 				"or stop it with `forge cancel %s`\n", s->trace, prog ? prog : "a forge program",
 			json_get_num(held, "pid", 0), json_get_str(held, "host"), json_get_str(held, "acquired_at"),
 			s->trace);
 	else
-		fprintf(stderr, "forge: run %s is already running: %s, pid %.0f on %s, since %s, %s; wait for it, "
+		sup_say("run %s is already running: %s, pid %.0f on %s, since %s, %s; wait for it, "
 				"stop it with `forge cancel %s`, or, when that machine is gone, take it with "
 				"`forge resume --steal %s` (`forge resume` takes it once this host has seen no "
 				"renewal of it for supervisor.lease_ttl_s, %gs)\n", s->trace,
@@ -1704,7 +1714,7 @@ static void lease_taken(struct sup *s, jv held)
 	who = json_set(who, "renewed_at", json_get(held, "renewed_at"));
 	if (json_get_bool(held, "alive", false)) {
 		/* always said, -q too: a person took a live lease */
-		fprintf(stderr, "forge: took run %s's lease from %s (holder %s), pid %.0f on %s, %s\n", s->trace,
+		sup_say("took run %s's lease from %s (holder %s), pid %.0f on %s, %s\n", s->trace,
 			json_get_str(held, "program") ? json_get_str(held, "program") : "a forge program",
 			json_get_str(held, "holder"), json_get_num(held, "pid", 0), json_get_str(held, "host"),
 			renewal_words(held, when, sizeof when));
@@ -1712,10 +1722,12 @@ static void lease_taken(struct sup *s, jv held)
 		return;
 	}
 	if (store_lease_local(held))
-		sup_progress(s, "forge: run %s was left by pid %.0f, which is gone: taking it over", s->trace,
+		sup_progress(s, "%s: run %s was left by pid %.0f, which is gone: taking it over",
+			     program_invocation_short_name, s->trace,
 			     json_get_num(held, "pid", 0));
 	else
-		sup_progress(s, "forge: run %s was left by pid %.0f on %s, %s: taking it over", s->trace,
+		sup_progress(s, "%s: run %s was left by pid %.0f on %s, %s: taking it over",
+			     program_invocation_short_name, s->trace,
 			     json_get_num(held, "pid", 0), json_get_str(held, "host"),
 			     renewal_words(held, when, sizeof when));
 	sup_emit(s, "run.lease_taken_over", who);
@@ -1737,7 +1749,7 @@ static int check_lease_settings(const struct config *cfg)
 	double ttl = config_get_num(cfg, "supervisor.lease_ttl_s");
 
 	if (!(every > 0) || !(ttl > 2 * every)) {
-		fprintf(stderr, "forge: supervisor.lease_ttl_s (%g) must be more than twice "
+		sup_say("supervisor.lease_ttl_s (%g) must be more than twice "
 				"supervisor.lease_renew_s (%g), which must be more than 0\n", ttl, every);
 		return FORGE_EXIT_USAGE;
 	}
@@ -1757,7 +1769,7 @@ static int take_lease(struct sup *s)
 	sup_commit_batch(s);        /* the lease is its own transaction */
 	int r = store_lease_take_steal(&held, s->o->store, s->trace, holder, "forge-supervisor", s->o->steal);
 	if (r < 0) {
-		fprintf(stderr, "forge: %s\n", forge_last_error());
+		sup_say("%s\n", forge_last_error());
 		return FORGE_EXIT_DEPENDENCY;
 	}
 	if (r == STORE_LEASE_HELD) {
@@ -1803,7 +1815,7 @@ static void warn_dirty(struct sup *s, struct forge_git *g, const char *base)
 	if (forge_git_checkout_dirty(g) != 1)
 		return;
 	if (!s->o->quiet)
-		fprintf(stderr, "forge: warning: the checkout has uncommitted changes to tracked files; the run "
+		sup_say("warning: the checkout has uncommitted changes to tracked files; the run "
 				"starts from %s and will not see them (commit or stash them first)\n", base);
 	sup_emit(s, "run.checkout_dirty", json_set(jv_object(), "base_ref", jv_string(base)));
 }
@@ -1824,7 +1836,7 @@ static void warn_limits(struct sup *s, struct forge_git_worktree *wt)
 	}
 	jv_array_foreach(notes, i, n) {
 		if (!s->o->quiet)
-			fprintf(stderr, "forge: warning: %s\n", jv_string_value(n));
+			sup_say("warning: %s\n", jv_string_value(n));
 		jv_free(n);
 	}
 	sup_emit(s, "run.worktree_limits", json_set(jv_object(), "notes", notes));
@@ -2052,7 +2064,7 @@ static int recorded_graph(struct graph **out, const struct supervise_opts *o, co
 		(*out)->project = json_get_bool(p, "project", false) ||
 				  (json_get_str(p, "path") && strstr(json_get_str(p, "path"), "/.forge/pipelines/"));
 		if (grc < 0) {
-			fprintf(stderr, "forge: run %s's pipeline cannot run now:\n", trace);
+			sup_say("run %s's pipeline cannot run now:\n", trace);
 			supervise_graph_errors(*out);
 			graph_free(*out);
 			*out = NULL;
@@ -2162,7 +2174,7 @@ static int default_graph(struct graph **out, const struct supervise_opts *o)
 	}
 	if (rc < 0) {
 		supervise_graph_errors(*out);
-		fprintf(stderr, "forge: the default pipeline has %zu error%s: nothing was started\n", (*out)->nerrors,
+		sup_say("the default pipeline has %zu error%s: nothing was started\n", (*out)->nerrors,
 			(*out)->nerrors == 1 ? "" : "s");
 		graph_free(*out);
 		*out = NULL;
@@ -2228,7 +2240,7 @@ static int check_models(const struct supervise_opts *o)
 			rc = llm_client_require_price(c);
 		llm_client_free(c);
 		if (rc < 0) {
-			fprintf(stderr, "forge: the %s phase %s: %s; nothing was started\n", need[i],
+			sup_say("the %s phase %s: %s; nothing was started\n", need[i],
 				made ? "cannot use its model" : "has no model", forge_last_error());
 			return FORGE_EXIT_USAGE;
 		}
@@ -2247,7 +2259,7 @@ static int bad_base(const struct supervise_opts *o, struct forge_git *g, const c
 	if (forge_git_head_branch(&branch, g) == 0 && strcmp(branch, base) != 0)
 		snprintf(hint, sizeof hint, "; the checkout is on branch '%.200s' (--base %.200s, or no --base: "
 			 "the checkout's HEAD)", branch, branch);
-	fprintf(stderr, "forge: %s%s%s names no commit in %s: %s%s; nothing was started\n",
+	sup_say("%s%s%s names no commit in %s: %s%s; nothing was started\n",
 		o->base_ref ? "--base '" : "", base, o->base_ref ? "'" : "", o->repo, why, hint);
 	free(branch);
 	return FORGE_EXIT_USAGE;
@@ -2280,7 +2292,7 @@ static int check_base(const struct supervise_opts *o, const char *base, const ch
 	 * cannot open) is said now, before the run is recorded; any other
 	 * that cannot be opened is make_worktree()'s to report */
 	if (e < -1) {
-		fprintf(stderr, "forge: %s; nothing was started\n", forge_last_error());
+		sup_say("%s; nothing was started\n", forge_last_error());
 		return FORGE_EXIT_USAGE;
 	}
 	if (e < 0)
@@ -2288,7 +2300,7 @@ static int check_base(const struct supervise_opts *o, const char *base, const ch
 	if (forge_git_base_resolves(g, base) < 0) {
 		rc = bad_base(o, g, base);
 	} else if (!o->dry_run && forge_git_base_check(g, base, trace) > 0) {
-		fprintf(stderr, "forge: %s; nothing was started\n", forge_last_error());
+		sup_say("%s; nothing was started\n", forge_last_error());
 		rc = FORGE_EXIT_USAGE;
 	}
 	forge_git_free(g);
@@ -2354,7 +2366,7 @@ static int check_merge_branch(const struct supervise_opts *o, const char *base)
 			return 0;	/* (make_worktree's to report) */
 	}
 	if (forge_git_head_branch(&branch, g) < 0) {
-		fprintf(stderr, "forge: deploy.strategy is merge, which fast-forwards the branch the run starts "
+		sup_say("deploy.strategy is merge, which fast-forwards the branch the run starts "
 				"from, but %s; switch to that branch (git switch BRANCH) or name it with --base "
 				"BRANCH; nothing was started\n", forge_last_error());
 		rc = FORGE_EXIT_USAGE;
@@ -2393,7 +2405,7 @@ static int start_run(const struct supervise_opts *o, const struct supervise_opts
 	jv conf = jv_setpath(config_effective(o->cfg), JV_ARRAY(jv_string("safety"), jv_string("automation_level")),
 			     jv_number(s.level));
 	if (store_run_create(o->store, trace, task_text, o->repo, conf) < 0) {
-		fprintf(stderr, "forge: %s\n", forge_last_error());
+		sup_say("%s\n", forge_last_error());
 		jv_free(task);
 		sup_release(&s);
 		return FORGE_EXIT_DEPENDENCY;
@@ -2403,7 +2415,7 @@ static int start_run(const struct supervise_opts *o, const struct supervise_opts
 	if (made < 0) {
 		char why[1024];
 		snprintf(why, sizeof why, "cannot make the run's worktree: %s", forge_last_error());
-		fprintf(stderr, "forge: %s\n", why);
+		sup_say("%s\n", why);
 		store_run_update(o->store, trace, "failed", NULL, why);
 		/* (the repository as the person set it up: theirs to change) */
 		code = made == FORGE_GIT_SETUP ? FORGE_EXIT_USAGE : FORGE_EXIT_DEPENDENCY;
@@ -2416,7 +2428,7 @@ static int start_run(const struct supervise_opts *o, const struct supervise_opts
 	s.state = stream_state_initial(trace, task, budget);
 	if (jv_get_kind(o->initial) == JV_KIND_OBJECT)
 		s.state = jv_object_merge(jv_copy(o->initial), s.state);
-	sup_progress(&s, "forge: run %s: %s", trace, task_text);
+	sup_progress(&s, "%s: run %s: %s", program_invocation_short_name, trace, task_text);
 	sup_progress(&s, "  automation level %d (%s)", s.level, s.level_from);
 	jv started = json_set(json_set(jv_object(), "task", jv_string(task_text)), "dry_run", jv_bool(o->dry_run));
 	s.graph = o->graph;
@@ -2481,12 +2493,12 @@ static int adopt_clone(struct sup *s)
 		/* a clone left behind (the run went on elsewhere, A -> B -> A) catches up first */
 		rc = runshare_catch_up(&ev, s->o->repo, remote, s->trace);
 		if (rc == 2) {
-			fprintf(stderr, "forge: %s\n", forge_last_error());
+			sup_say("%s\n", forge_last_error());
 			rc = FORGE_EXIT_DEPENDENCY;
 			goto out;
 		}
 		if (rc < 0 && !s->o->quiet)
-			fprintf(stderr, "forge: warning: the run's branch on '%s' cannot be compared with this clone's: %s\n",
+			sup_say("warning: the run's branch on '%s' cannot be compared with this clone's: %s\n",
 				shown, forge_last_error());
 		if (rc == 0 && jv_get_kind(ev) == JV_KIND_OBJECT)
 			sup_emit(s, "run.caught_up", ev);
@@ -2511,7 +2523,7 @@ static int adopt_clone(struct sup *s)
 		forge_error("the run's repository was '%s' and its branch %s is not in %s: resume it there, "
 			    "or set git.push_remote to fetch it", repo ? repo : "?", json_get_str(task, "branch"),
 			    s->o->repo);
-	fprintf(stderr, "forge: %s\n", forge_last_error());
+	sup_say("%s\n", forge_last_error());
 	rc = FORGE_EXIT_DEPENDENCY;
 out:
 	free(shown);
@@ -2529,13 +2541,13 @@ static int recover_failed(struct sup *s, struct forge_git *g, int64_t leased_ms)
 
 	if (g && forge_git_saved_lock(&lock, g, s->trace, leased_ms) < 0)
 		lock = NULL;
-	fprintf(stderr, "forge: cannot save the run's worktree before its phase runs again: %s; the worktree was "
+	sup_say("cannot save the run's worktree before its phase runs again: %s; the worktree was "
 			"left as it is and nothing was resumed\n", why);
 	if (lock)
-		fprintf(stderr, "forge: '%s' is a stale lock (older than this resume, which holds the run): a process "
+		sup_say("'%s' is a stale lock (older than this resume, which holds the run): a process "
 				"stopped while it saved left it; remove it, then `forge resume %s`\n", lock, s->trace);
 	else
-		fprintf(stderr, "forge: fix that (free some space if the disk is full), then `forge resume %s`\n",
+		sup_say("fix that (free some space if the disk is full), then `forge resume %s`\n",
 			s->trace);
 	free(lock);
 	free(why);
@@ -2560,8 +2572,8 @@ static int work_gone(struct sup *s, const char *commit)
 	snprintf(why, sizeof why, RUNVIEW_WORK_GONE ": the commit %.12s of its last checkpoint is no longer in the "
 		 "repository (its branch was removed, then pruned by git)", commit);
 	if (store_run_update(s->o->store, s->trace, "failed", NULL, why) < 0)
-		fprintf(stderr, "forge: warning: %s\n", forge_last_error());
-	fprintf(stderr, "forge: run %s cannot be resumed: the commit %.12s of its last checkpoint is no longer in "
+		sup_say("warning: %s\n", forge_last_error());
+	sup_say("run %s cannot be resumed: the commit %.12s of its last checkpoint is no longer in "
 			"the repository: the run's branch and refs were removed (forge gc --resumable, git branch "
 			"-D) and git has pruned what they held since, so the run's work is gone; start the task "
 			"again with `forge run` (forge gc removes what is left of this one)\n", s->trace, commit);
@@ -2609,7 +2621,7 @@ static int recover_worktree(struct sup *s, int64_t leased_ms)
 		sup_emit(s, "worktree.branch_restored", json_set(json_set(jv_object(), "branch",
 			 jv_string_fmt("forge/%s", name)), "commit", jv_string(commit)));
 		if (!s->o->quiet)
-			fprintf(stderr, "forge: the run's branch forge/%s was gone: made again at its last "
+			sup_say("the run's branch forge/%s was gone: made again at its last "
 					"checkpoint's commit %.12s\n", name, commit);
 	}
 	if (commit && json_get_str(task, "worktree") && g &&
@@ -2632,7 +2644,7 @@ static int recover_worktree(struct sup *s, int64_t leased_ms)
 								 "kept_in", json_str_or_null(kept_in)));
 		/* (moved, not deleted: a file a person added there looks the same) */
 		if (!s->o->quiet && kept_in)
-			fprintf(stderr, "forge: %d file(s) a stopped command left in the run's worktree (tests, "
+			sup_say("%d file(s) a stopped command left in the run's worktree (tests, "
 					"validation, a lint or deploy command) moved to %s (not the run's work)\n",
 				jv_array_length(jv_copy(cleaned)), kept_in);
 		jv_free(cleaned);
@@ -2652,7 +2664,7 @@ static int recover_worktree(struct sup *s, int64_t leased_ms)
 					 json_str_or_null(saved)), "reset_to", jv_string(commit)));
 				/* a person's edit or commit there is not lost: say where it is */
 				if (!s->o->quiet && saved)
-					fprintf(stderr, "forge: the run's worktree had changes its last checkpoint does "
+					sup_say("the run's worktree had changes its last checkpoint does "
 							"not have: kept on %s; the run goes on from %.12s (git diff %.12s "
 							"%s shows them)\n", saved, commit, commit, saved);
 			}
@@ -2797,7 +2809,7 @@ static void count_unrecorded_spend(struct sup *s)
 
 	if (store_spent_since_checkpoint(&usd, &tokens, &calls, s->o->store, s->trace) < 0 ||
 	    store_run_get_brief(&run, s->o->store, s->trace) < 0) {
-		fprintf(stderr, "forge: warning: %s; the run's cost may leave out its last calls\n", forge_last_error());
+		sup_say("warning: %s; the run's cost may leave out its last calls\n", forge_last_error());
 		jv_free(cost);
 		return;
 	}
@@ -2920,7 +2932,7 @@ static int late_reflection(const struct supervise_opts *o, const char *trace)
 	/* again under the lease: another resume may have done it meanwhile */
 	if (code == 0 && (todo = reflection_missing(&upto, o->store, trace)) != 0 &&
 	    reflect_on_run(&s, todo, upto) == 0) {
-		fprintf(stderr, "forge: run %s ended without its reflection (its supervisor died first): "
+		sup_say("run %s ended without its reflection (its supervisor died first): "
 				"reflected on it now\n", trace);
 		consolidate_if_due(&s);
 	}
@@ -2948,12 +2960,12 @@ static int resume_unkept(const struct supervise_opts *o, const char *trace)
 	sup_init(&s, &quiet, trace);
 	code = take_lease(&s);
 	if (code == 0 && (store_run_get(&run, o->store, trace) < 0 || store_checkpoint_latest(&cp, o->store, trace) < 0)) {
-		fprintf(stderr, "forge: %s\n", forge_last_error());
+		sup_say("%s\n", forge_last_error());
 		code = FORGE_EXIT_DEPENDENCY;
 	}
 	if (code == 0 && jv_get_kind(cp) == JV_KIND_OBJECT) {
 		/* (kept meanwhile, by the process whose lease this was) */
-		fprintf(stderr, "forge: run %s has a checkpoint now: `forge resume %s` again\n", trace, trace);
+		sup_say("run %s has a checkpoint now: `forge resume %s` again\n", trace, trace);
 		code = FORGE_EXIT_DEPENDENCY;
 	} else if (code == 0) {
 		const char *status = json_get_str(run, "status"), *error = json_get_str(run, "error");
@@ -2964,15 +2976,15 @@ static int resume_unkept(const struct supervise_opts *o, const char *trace)
 		 * often -- before, "the database could not be written" was
 		 * recorded and shown whatever happened) */
 		if (!ended && store_run_update(o->store, trace, "failed", NULL, SUP_UNKEPT_GONE) < 0) {
-			fprintf(stderr, "forge: %s\n", forge_last_error());
+			sup_say("%s\n", forge_last_error());
 			code = FORGE_EXIT_DEPENDENCY;
 		} else if (!ended) {
-			fprintf(stderr, "forge: run %s has no checkpoint to resume from: %s, so there is nothing to "
+			sup_say("run %s has no checkpoint to resume from: %s, so there is nothing to "
 					"resume; start the task again with `forge run` (it is marked failed: `forge gc` "
 					"removes what it left)\n", trace, SUP_UNKEPT_GONE);
 			code = FORGE_EXIT_DEPENDENCY;
 		} else {
-			fprintf(stderr, "forge: run %s has no checkpoint to resume from: it stopped before its first "
+			sup_say("run %s has no checkpoint to resume from: it stopped before its first "
 					"one was kept (%s), so none of its work was; start the task again with `forge run`"
 					" (it is marked failed: `forge gc` removes what it left)\n", trace,
 				error && *error ? error : SUP_UNKEPT);
@@ -3003,7 +3015,7 @@ static void said_deploy_ended(struct sup *s, jv before, int code)
 	if (code == FORGE_EXIT_REJECTED && jv_get_kind(before) == JV_KIND_OBJECT &&
 	    jv_equal(jv_copy(before), jv_copy(now))) {
 		term_clean_line(why, strlen(why));
-		fprintf(stderr, "forge: run %s had already ended: its deploy%s%s %s (%s), and a resume does not "
+		sup_say("run %s had already ended: its deploy%s%s %s (%s), and a resume does not "
 				"deploy it again. ", s->trace, env ? " to " : "", env ? env : "",
 			how && strcmp(how, "rolled_back") == 0 ? "was rolled back" : "was refused", why);
 		/* A merge deploy that refused to land the change (the checkout
@@ -3178,7 +3190,7 @@ static int resume_layered(struct resume_conf *rc, const struct supervise_opts *o
 	rc->file = xstrdup(path.buf);
 	struct config_sources src = { .repo = o->repo, .file = rc->file, .flags = config_layer_value(o->cfg, "flags") };
 	if (config_load(&rc->cfg, &src) < 0) {
-		fprintf(stderr, "forge: run %s's configuration (the --config and flags it was started with, this "
+		sup_say("run %s's configuration (the --config and flags it was started with, this "
 				"resume's over them) is not valid: %s; nothing was resumed\n", trace, forge_last_error());
 		code = FORGE_EXIT_USAGE;
 		goto out;
@@ -3199,7 +3211,7 @@ static int resume_layered(struct resume_conf *rc, const struct supervise_opts *o
 	}
 	goto out;
 unwritten:
-	fprintf(stderr, "forge: cannot keep run %s's configuration for its phases: %s; nothing was resumed\n",
+	sup_say("cannot keep run %s's configuration for its phases: %s; nothing was resumed\n",
 		trace, forge_last_error());
 	code = FORGE_EXIT_DEPENDENCY;
 out:
@@ -3261,7 +3273,7 @@ static int resume_config(struct resume_conf *rc, const struct supervise_opts *o,
 	if (config_layer_check(layer, "the recorded --config and flags") < 0) {
 		/* (a Forge whose schema has changed since: the resume's own) */
 		if (!o->quiet)
-			fprintf(stderr, "forge: warning: run %s goes on under this resume's configuration alone: %s\n",
+			sup_say("warning: run %s goes on under this resume's configuration alone: %s\n",
 				trace, forge_last_error());
 	} else if (!given_as_recorded(o, layer) && (code = resume_layered(rc, o, trace, layer)) != 0) {
 		jv_free(layer);
@@ -3303,14 +3315,14 @@ static int resume_run(const struct supervise_opts *o, const struct supervise_opt
 			runview_not_a_run(&msg, trace);
 		else
 			buf_addf(&msg, "no run '%s'", trace);
-		fprintf(stderr, "forge: %s\n", msg.buf);
+		sup_say("%s\n", msg.buf);
 		buf_release(&msg);
 		return FORGE_EXIT_USAGE;
 	}
 	/* A failed run continues too: a dependency may be back, a bug fixed. */
 	const char *status = json_get_str(run, "status");
 	if (run_status_of(status) == RUN_COMPLETED || run_status_of(status) == RUN_CANCELLED) {
-		fprintf(stderr, "forge: run %s is already %s\n", trace, status);
+		sup_say("run %s is already %s\n", trace, status);
 		code = run_status_of(status) == RUN_COMPLETED ? FORGE_EXIT_OK : FORGE_EXIT_REJECTED;
 		int late = late_reflection(o, trace);
 
@@ -3329,7 +3341,7 @@ static int resume_run(const struct supervise_opts *o, const struct supervise_opt
 	    last_ms > 0 && resumed_ms > last_ms)
 		dead_ms = resumed_ms - last_ms;
 	if (store_checkpoint_latest(&cp, o->store, trace) < 0) {
-		fprintf(stderr, "forge: %s\n", forge_last_error());
+		sup_say("%s\n", forge_last_error());
 		jv_free(run_conf);
 		return FORGE_EXIT_DEPENDENCY;
 	}
@@ -3361,7 +3373,7 @@ static int resume_run(const struct supervise_opts *o, const struct supervise_opt
 	 * run started with --config prod.json said "here: staging", a default
 	 * that was not in force) */
 	if (keep_deploy_settings(&s, run_conf, o->cfg) < 0) {
-		fprintf(stderr, "forge: %s; nothing was resumed\n", forge_last_error());
+		sup_say("%s; nothing was resumed\n", forge_last_error());
 		jv_free(run_conf);
 		sup_release(&s);
 		graph_free(graph);
@@ -3369,7 +3381,7 @@ static int resume_run(const struct supervise_opts *o, const struct supervise_opt
 	}
 	jv_free(run_conf);
 	if (rc->differs.len && !o->quiet)
-		fprintf(stderr, "forge: run %s goes on under the --config and flags it was started with (this "
+		sup_say("run %s goes on under the --config and flags it was started with (this "
 				"resume's over them); the configuration differs from the run's in%s%s\n", trace,
 			rc->differs.buf, rc->ndiffers > 12 ? ", and more (forge config --explain)" : "");
 	s.saved = jv_copy(s.state);
@@ -3432,7 +3444,8 @@ static int resume_run(const struct supervise_opts *o, const struct supervise_opt
 	}
 	const char *phase = json_get_str(s.state, "phase");
 	const char *st = json_get_str(s.state, "status");
-	sup_progress(&s, "forge: resuming run %s after %s (%s), automation level %d (%s)", trace, phase, st, s.level,
+	sup_progress(&s, "%s: resuming run %s after %s (%s), automation level %d (%s)",
+		     program_invocation_short_name, trace, phase, st, s.level,
 		 s.level_from);
 	jv deployment = phase && st && strcmp(phase, "deploy") == 0 && strcmp(st, "rejected") == 0
 				? json_get(s.state, "deployment") : jv_null();

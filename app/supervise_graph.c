@@ -238,7 +238,7 @@ static int interrupted_end(struct sup *s)
 		return sup_lease_lost_end(s);
 	if (sup_cancelled(s))
 		return sup_stop_cancelled(s);
-	fprintf(stderr, "forge: interrupted; resume with `forge resume %s`\n", s->trace);
+	sup_say("interrupted; resume with `forge resume %s`\n", s->trace);
 	/* (the state machine too: resumed runs read paused>implementing
 	 * without an implementing>paused before it) */
 	sup_transition(s, PL_PAUSED, "interrupted");
@@ -288,7 +288,7 @@ static int said_resumable(struct gx *x, size_t i, int code, const char *reason)
 			term_clean_line(why.buf, why.len);
 		}
 	}
-	fprintf(stderr, "forge: node '%s' failed%s; once what failed is fixed, `forge resume %s` runs it again\n", id,
+	sup_say("node '%s' failed%s; once what failed is fixed, `forge resume %s` runs it again\n", id,
 		why.len ? why.buf : "", x->s->trace);
 	buf_release(&why);
 	return code;
@@ -333,7 +333,7 @@ static bool reruns_spent(struct gx *x, size_t i, int reruns, const char *reason,
 	snprintf(why, n, "%.400s (again, after %d re-run%s without a person's answer; bounces.rerun_max is %d)",
 		 reason, reruns, reruns == 1 ? "" : "s", max);
 	if (x->s->o->auto_approve) {
-		fprintf(stderr, "forge: %s escalated again after the %d re-run%s --auto-approve may give it "
+		sup_say("%s escalated again after the %d re-run%s --auto-approve may give it "
 				"(bounces.rerun_max %d): a person decides now\n", label(nd), reruns,
 			reruns == 1 ? "" : "s", max);
 		sup_emit(x->s, "loop.rerun_limit", json_set(json_set(json_set(json_set(jv_object(),
@@ -538,7 +538,7 @@ static int decide_phase(struct gx *x, size_t i, const char *outcome)
 	    strcmp(nd->phase, "test") != 0)
 		return decide_rejected(x, i, outcome);
 	if (pipeline_decide_with(&d, x->s->o->cfg, x->s->state, nd->phase, outcome, &rule) < 0) {
-		fprintf(stderr, "forge: %s\n", forge_last_error());
+		sup_say("%s\n", forge_last_error());
 		return sup_end_run(x->s, "failed", forge_last_error(), FORGE_EXIT_USAGE);
 	}
 	if (d.action == PL_ACT_FAILED || d.action == PL_ACT_TRIPPED || d.action == PL_ACT_HUMAN ||
@@ -612,7 +612,7 @@ static int decide_rejected(struct gx *x, size_t i, const char *outcome)
 	if (nd->has_bounce && nd->bounce.when && jqexpr_test(&holds, nd->bounce.when, x->s->state) < 0) {
 		if (sup_interrupted())
 			return stop_or_end(x);  /* a signal cut its condition short */
-		fprintf(stderr, "forge: node '%s': bounce when: %s\n", nd->id, forge_last_error());
+		sup_say("node '%s': bounce when: %s\n", nd->id, forge_last_error());
 		return fail(x, i, "has a bounce condition that does not evaluate", FORGE_EXIT_USAGE);
 	}
 	if (holds && bounce_left(x, i, nd->id)) {
@@ -669,10 +669,10 @@ static void job_stdout(void *payload, const char *line, size_t len, int cut)
 		/* a record, maybe, but past the line limit: say that, not "not
 		 * a record" (a node whose state is lost this way then ends
 		 * "without a state", and this is why) */
-		fprintf(stderr, "forge: node '%s' wrote a line longer than the limit of %u bytes (ignored)\n",
+		sup_say("node '%s' wrote a line longer than the limit of %u bytes (ignored)\n",
 			j->x->g->nodes[j->node].id, STREAM_MAX_LINE_DEFAULT);
 	} else if (jv_get_kind(rec) != JV_KIND_OBJECT) {
-		fprintf(stderr, "forge: node '%s' wrote a line that is not a record (ignored)\n",
+		sup_say("node '%s' wrote a line that is not a record (ignored)\n",
 			j->x->g->nodes[j->node].id);
 	} else if (kind && strcmp(kind, "event") == 0) {
 		const char *type = json_get_str(rec, "type");
@@ -889,7 +889,7 @@ static void run_job(struct job *j)
 	j->exit_code = pr.exit_code;
 	if (j->rc < 0) {
 		pthread_mutex_lock(&j->x->s->lock);
-		fprintf(stderr, "forge: node '%s': %s\n", nd->id, forge_last_error());
+		sup_say("node '%s': %s\n", nd->id, forge_last_error());
 		pthread_mutex_unlock(&j->x->s->lock);
 	}
 	proc_result_release(&pr);
@@ -928,7 +928,7 @@ static bool node_state_taken(struct job *j)
 			 trace ? trace : "missing", trace ? "'" : "", j->x->s->trace);
 	else
 		return true;
-	fprintf(stderr, "forge: node '%s' wrote a state that cannot be taken: %s\n", nd->id, why);
+	sup_say("node '%s' wrote a state that cannot be taken: %s\n", nd->id, why);
 	jv_free(j->returned);
 	j->returned = jv_null();
 	return false;
@@ -950,9 +950,9 @@ static void outcome_of(struct job *j)
 	const struct graph_node *nd = &j->x->g->nodes[j->node];
 
 	if (j->rc == 0 && nd->phase)
-		fprintf(stderr, "forge: forge-%s exited with status %d without a state\n", nd->phase, j->exit_code);
+		sup_say("forge-%s exited with status %d without a state\n", nd->phase, j->exit_code);
 	else if (j->rc == 0)
-		fprintf(stderr, "forge: node '%s' exited with status %d without a state\n", nd->id, j->exit_code);
+		sup_say("node '%s' exited with status %d without a state\n", nd->id, j->exit_code);
 	/* Killed by a signal: it never finished; the run pauses and a resume runs it again. */
 	snprintf(j->outcome, sizeof j->outcome, "%s", sup_interrupted() ? "interrupted" :
 		 j->rc == 0 && j->exit_code == FORGE_EXIT_INTERRUPTED ? "stopped" :
@@ -1054,7 +1054,7 @@ static int step_gates(struct gx *x, const struct graph_node *nd, const size_t *e
 		jv more;
 
 		if (gates_fired(&more, s->o->cfg, s->state, n ? label(&x->g->nodes[ended[k]]) : NULL, label(nd)) < 0) {
-			fprintf(stderr, "forge: %s\n", forge_last_error());
+			sup_say("%s\n", forge_last_error());
 			return -1;
 		}
 		*fired = append_new(*fired, more);
@@ -1111,7 +1111,7 @@ static enum gate_outcome node_gates(struct gx *x, size_t i)
 	if (nd->has_gate && nd->gate.when)
 		sup_commit_batch(s);    /* (not held while a user's jq runs) */
 	if (nd->has_gate && nd->gate.when && jqexpr_test(&holds, nd->gate.when, s->state) < 0) {
-		fprintf(stderr, "forge: node '%s': gate when: %s\n", nd->id, forge_last_error());
+		sup_say("node '%s': gate when: %s\n", nd->id, forge_last_error());
 		jv_free(fired);
 		return GATE_ERROR;
 	}
@@ -1154,7 +1154,7 @@ static int skip_ready(struct gx *x, const size_t *ready, size_t n, int *code)
 		if (jqexpr_test(&holds, nd->when, x->s->state) < 0) {
 			if (sup_interrupted())
 				return 1;   /* the run pauses: schedule() looks again */
-			fprintf(stderr, "forge: node '%s': when: %s\n", nd->id, forge_last_error());
+			sup_say("node '%s': when: %s\n", nd->id, forge_last_error());
 			*code = fail(x, ready[k], "has a when that does not evaluate", FORGE_EXIT_USAGE);
 			return -1;
 		}
@@ -1360,7 +1360,7 @@ static int job_done(struct gx *x, struct job *j, int code)
 	if (code >= 0)
 		return code;
 	if (conflict[0]) {
-		fprintf(stderr, "forge: %s\n", conflict);
+		sup_say("%s\n", conflict);
 		return sup_end_run(s, "failed", conflict, FORGE_EXIT_DEPENDENCY);
 	}
 	if (strcmp(outcome, "interrupted") == 0 || sup_interrupted())
@@ -1376,7 +1376,7 @@ static int job_done(struct gx *x, struct job *j, int code)
 			 stopped ? "interrupted" : "killed by a signal");
 		/* (killed too -- the OOM killer's SIGKILL: the run is paused
 		 * and resumable as well; before, only "✗ crashed" was said) */
-		fprintf(stderr, "forge: %s (forge resume %s)\n", why, s->trace);
+		sup_say("%s (forge resume %s)\n", why, s->trace);
 		return sup_end_run(s, "paused", why, stopped ? FORGE_EXIT_INTERRUPTED : FORGE_EXIT_DEPENDENCY);
 	}
 	/* A node a bounce sent back is pending again: nothing to decide. */
@@ -1648,7 +1648,7 @@ static int schedule(struct gx *x)
 		code = sup_lease_lost_end(s);
 	/* the end itself not recorded: not a success */
 	if (code == FORGE_EXIT_OK && s->store_error[0]) {
-		fprintf(stderr, "forge: the run's end cannot be recorded: %s\n", s->store_error);
+		sup_say("the run's end cannot be recorded: %s\n", s->store_error);
 		code = FORGE_EXIT_DEPENDENCY;
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -1771,7 +1771,7 @@ static void refuse_args(struct gx *x)
 		}
 	}
 	if (said.len && !o->quiet)
-		fprintf(stderr, "forge: warning: ignoring %s of %s: a repository's pipeline may not pass a phase "
+		sup_say("warning: ignoring %s of %s: a repository's pipeline may not pass a phase "
 			"what a human decides (--force, --approve), nor your configuration, database or "
 			"repository, nor loosen your endpoint or deploy settings; to let it, set "
 			"\"trust_project\": true in your own configuration (forge config set --global "

@@ -89,6 +89,12 @@ void sup_persist_scanned(struct sup *s, const struct json_event *ev, const char 
 void sup_emit_event(struct sup *s, jv ev);
 void sup_emit(struct sup *s, const char *type, jv payload);
 void sup_progress(struct sup *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* One line of the supervisor's own on stderr (fmt ends it with \n),
+ * begun with the program's name as cli_parse() set it --
+ * program_invocation_short_name: "forge run", "forge resume",
+ * "forge-supervisor" -- as the library's messages begin (before: "forge:"
+ * whatever ran it). */
+void sup_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A move of the run's state machine (planning, …, completed), as pipeline.state_changed;
  * the pipeline decides the order, so it is not checked against pipeline.h's table. */
 void sup_transition(struct sup *s, enum pipeline_state to, const char *reason);

@@ -838,8 +838,8 @@ static int cmd_cancel(const struct cli_common *c, const char *typed)
 				printf("stopping pid %.0f (%s)\n", pid, json_get_str(lease, "program") ?
 				       json_get_str(lease, "program") : "forge");
 			else
-				fprintf(stderr, "forge-supervisor: run %s is held by pid %.0f on %s: it stops at its "
-						"next phase\n", trace, pid, json_get_str(lease, "host"));
+				fprintf(stderr, "%s: run %s is held by pid %.0f on %s: it stops at its "
+						"next phase\n", prog, trace, pid, json_get_str(lease, "host"));
 		}
 		jv_free(lease);
 		struct stream_out out;

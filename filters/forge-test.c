@@ -378,16 +378,33 @@ static void not_found_msg(char *msg, size_t n, int code, const char *out, size_t
 	msg[used] = '\0';
 }
 
+/* "make: " or "make[1]: " starts p[0..len). */
+static bool make_line(const char *p, size_t len)
+{
+	size_t i = 0;
+
+	while (i < len && p[i] != ':' && p[i] != '[' && p[i] != ' ')
+		i++;
+	if (i < 4 || memcmp(p + i - 4, "make", 4) != 0)
+		return false;
+	while (i < len && p[i] != ':' && p[i] != ' ')
+		i++;
+	return i + 1 < len && p[i] == ':' && p[i + 1] == ' ';
+}
+
 /* The line of out that names a program missing (the shell's "sh: 1: go:
  * not found", bash's "… command not found", "… Permission denied" for
- * 126, Rust's "(os error 2)"): the last such line, else the last line
- * that is not empty, into line (n bytes, control characters as spaces);
- * and the program's name ("go", "./run-tests") into name, or "" when the
- * line does not give one. */
+ * 126, Rust's "(os error 2)", make's "make: go: No such file or
+ * directory" for a recipe it ran without a shell): the last such line,
+ * else the last line that is not empty, into line (n bytes, control
+ * characters as spaces); and the program's name ("go", "./run-tests") into
+ * name, or "" when the line does not give one. */
 static void missing_line(char *line, size_t n, char *name, size_t nn, const char *out)
 {
 	static const char *const ends[] = { ": command not found", ": not found", ": Permission denied",
-					    ": Is a directory", ": cannot execute binary file" };
+					    ": Is a directory", ": cannot execute binary file",
+					    ": No such file or directory" /* make's alone */ };
+	const size_t make_only = 5;
 	const char *best = NULL, *last = NULL;
 	size_t best_len = 0, last_len = 0;
 
@@ -402,7 +419,8 @@ static void missing_line(char *line, size_t n, char *name, size_t nn, const char
 			last_len = len;
 			for (size_t k = 0; k < sizeof ends / sizeof *ends; k++) {
 				size_t el = strlen(ends[k]);
-				if (len > el && memcmp(p + len - el, ends[k], el) == 0) {
+				if (len > el && memcmp(p + len - el, ends[k], el) == 0 &&
+				    (k != make_only || make_line(p, len))) {
 					best = p;
 					best_len = len;
 					break;
@@ -432,7 +450,7 @@ static void missing_line(char *line, size_t n, char *name, size_t nn, const char
 	/* the word before the shell's ending: "sh: 1: go: not found" → go */
 	for (size_t k = 0; k < sizeof ends / sizeof *ends; k++) {
 		size_t el = strlen(ends[k]), len = strlen(line);
-		if (len <= el || strcmp(line + len - el, ends[k]) != 0)
+		if (len <= el || strcmp(line + len - el, ends[k]) != 0 || (k == make_only && !make_line(line, len)))
 			continue;
 		size_t end = len - el, start = end;
 		while (start > 0 && !(start >= 2 && line[start - 2] == ':' && line[start - 1] == ' '))
@@ -1036,8 +1054,9 @@ static const char *finish(struct phase *ph, struct tst *t, jv coverage)
  * The test command could not run at all: every failure is the whole
  * command's (synthetic: no test named), classified environment, for a
  * program not found or not runnable -- exit status 127 or 126, or the
- * shell's or Rust's words for it in the output (make running a missing
- * go: exit 2, "sh: 1: go: not found") -- and it did not time out.  Then
+ * shell's, make's or Rust's words for it in the output (make running a
+ * missing go: exit 2, "sh: 1: go: not found" through the shell, "make: go:
+ * No such file or directory" without one) -- and it did not time out.  Then
  * nothing was tested and nothing a bounce or a person's yes can fix: the
  * phase fails (exit 5, a dependency of the phase missing), and once the
  * program is installed a resume runs the tests again (before: a gate

@@ -163,7 +163,7 @@ implementer_called() {
 	cd "$B"
 	FORGE_PUSH_REMOTE=origin run -5 --separate-stderr forge resume -q "$T" </dev/null
 	assert_output ""
-	[ "$stderr" = "forge: the run's branch forge/$T is neither in $B nor on the remote 'origin' (git.push_remote)" ]
+	[ "$stderr" = "forge resume: the run's branch forge/$T is neither in $B nor on the remote 'origin' (git.push_remote)" ]
 	run -0 sqlite3 "$FORGE_DB" "select status from runs where id = '$T'"
 	assert_output "running"
 }
@@ -173,7 +173,7 @@ implementer_called() {
 	export FORGE_PUSH_REMOTE="$BATS_TEST_TMPDIR/no-such-remote.git"
 	mock_steps "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i')"
 	run -0 --separate-stderr forge run "add a mul operation" </dev/null
-	[[ $stderr == *"forge: warning: cannot push the run's branch to '$FORGE_PUSH_REMOTE': "*"; the run goes on"* ]]
+	[[ $stderr == *"forge run: warning: cannot push the run's branch to '$FORGE_PUSH_REMOTE': "*"; the run goes on"* ]]
 	T=$(trace_of_run)
 	run -0 forge status --json "$T"
 	jq -e '.run.status == "completed"' <<<"$output"

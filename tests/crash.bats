@@ -621,7 +621,7 @@ killed_over_budget() {
 	rc=0; wait "$SUP" || rc=$?
 	# (before: exit 5, "crashed", "killed by a signal")
 	[ "$rc" -eq 130 ]
-	grep -q "forge: node 'implement' was interrupted; resume runs it again" "$BATS_TEST_TMPDIR/run.err"
+	grep -q "forge run: node 'implement' was interrupted; resume runs it again" "$BATS_TEST_TMPDIR/run.err"
 	T=$(trace_of_run)
 	[ "$(forge status --json "$T" | jq -r .run.status)" = paused ]
 	# the node it stopped in is not shown running (before: "implement …")
@@ -1006,7 +1006,7 @@ summary_says() {
 	summary_says paused "paused (resumable): node 'implement' was killed by a signal; resume runs it again"
 	grep -qx "  next      forge resume $T" "$BATS_TEST_TMPDIR/run.out"
 	# stderr says it too, as for an interrupted phase (before: "✗ crashed" alone)
-	grep -qxF "forge: node 'implement' was killed by a signal; resume runs it again (forge resume $T)" \
+	grep -qxF "forge run: node 'implement' was killed by a signal; resume runs it again (forge resume $T)" \
 		"$BATS_TEST_TMPDIR/run.err"
 }
 

@@ -280,9 +280,9 @@ forge-test: 2 passed, 1 failed, 0 skipped, 0 flaky ($cmd)"
 @test "no key for the configured provider: exit 2 naming the variable, before anything is made" {
 	calc_setup
 	run -2 --separate-stderr env FORGE_PROVIDER=anthropic forge run "add a mul operation" </dev/null
-	assert_equal "$stderr" "forge: the plan phase has no model: ANTHROPIC_API_KEY is not set (or put the key in a file named by FORGE_ANTHROPIC_KEY_FILE); nothing was started"
+	assert_equal "$stderr" "forge run: the plan phase has no model: ANTHROPIC_API_KEY is not set (or put the key in a file named by FORGE_ANTHROPIC_KEY_FILE); nothing was started"
 	run -2 --separate-stderr env FORGE_PROVIDER=openai forge run --dry-run "add a mul operation" </dev/null
-	assert_equal "$stderr" "forge: the plan phase has no model: OPENAI_API_KEY is not set (or put the key in a file named by FORGE_OPENAI_KEY_FILE); nothing was started"
+	assert_equal "$stderr" "forge run: the plan phase has no model: OPENAI_API_KEY is not set (or put the key in a file named by FORGE_OPENAI_KEY_FILE); nothing was started"
 	run -2 --separate-stderr forge run "add a mul operation" </dev/null
 	[[ "$stderr" == *"no model provider configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY"* ]]
 	# the implement phase's own provider is checked too
@@ -290,7 +290,7 @@ forge-test: 2 passed, 1 failed, 0 skipped, 0 flaky ($cmd)"
 	echo '{"llm":{"phases":{"implement":{"provider":"openai"}}}}' >.forge/config.json
 	run -2 --separate-stderr env FORGE_PROVIDER=replay FORGE_CASSETTE="$CASSETTES/run-clean.jsonl" \
 		forge run "add a mul operation" </dev/null
-	[[ "$stderr" == "forge: the implement phase has no model: OPENAI_API_KEY is not set"* ]]
+	[[ "$stderr" == "forge run: the implement phase has no model: OPENAI_API_KEY is not set"* ]]
 	# nothing was made: no run, no branch, no worktree
 	run -0 forge history --json
 	assert_output ""
@@ -310,7 +310,7 @@ forge-test: 2 passed, 1 failed, 0 skipped, 0 flaky ($cmd)"
 	calc_replay
 	echo "/* local */" >>calc.c
 	run -0 --separate-stderr forge run --phases plan "add a mul operation" </dev/null
-	assert_equal "$(head -n 1 <<<"$stderr")" "forge: warning: the checkout has uncommitted changes to tracked files; the run starts from HEAD and will not see them (commit or stash them first)"
+	assert_equal "$(head -n 1 <<<"$stderr")" "forge run: warning: the checkout has uncommitted changes to tracked files; the run starts from HEAD and will not see them (commit or stash them first)"
 	[ "$(grep -c 'uncommitted' <<<"$stderr")" -eq 1 ]
 	run -0 forge events replay "$(last_trace)"
 	jq -se 'map(select(.type == "run.checkout_dirty"))[0].payload.base_ref == "HEAD"' <<<"$output"

@@ -146,7 +146,7 @@ no_run_left() {
 	export FORGE_DB="$BATS_TEST_TMPDIR/forge.db"
 	run -2 --separate-stderr forge run "add a mul operation" </dev/null
 	# (before: exit 5, the worktree half made and left registered with its branch)
-	[[ $stderr == "forge: the repository's path is too long for a run's worktree: '.forge/worktrees/"*"/$DEEP' would be 4115 bytes from '/', over the system's limit of 4095 (PATH_MAX); clone or move the repository to a path at least 20 bytes shorter ('/"* ]]
+	[[ $stderr == "forge run: the repository's path is too long for a run's worktree: '.forge/worktrees/"*"/$DEEP' would be 4115 bytes from '/', over the system's limit of 4095 (PATH_MAX); clone or move the repository to a path at least 20 bytes shorter ('/"* ]]
 	assert_output ""
 	run -0 forge history --json
 	assert_output ""		# nothing was started
@@ -165,7 +165,7 @@ no_run_left() {
 	tree=$({ git ls-tree HEAD; printf '100644 blob %s\t%s\n' "$blob" "$name"; } | git mktree)
 	git update-ref HEAD "$(git commit-tree "$tree" -p HEAD -m "a long name")"
 	run -5 --separate-stderr forge run "add a mul operation" </dev/null
-	[[ $stderr == *"forge: cannot make the run's worktree: cannot create worktree '$(pwd -P)/.forge/worktrees/"* ]]
+	[[ $stderr == *"forge run: cannot make the run's worktree: cannot create worktree '$(pwd -P)/.forge/worktrees/"* ]]
 	[[ $stderr != *"what was made for it is left"* ]]
 	# (before: the half-made worktree stayed registered, on its branch)
 	no_run_left

@@ -78,7 +78,7 @@ events_of() { forge events replay "$1" | jq -c --arg t "$2" 'select(.type == $t)
 	run -130 on_tty --wait "$QUESTION" --intr -- forge run --config "$CFG" "add a mul operation"
 	T=$(last_trace)
 	G=$(pending_gate)
-	grep -qF "forge: interrupted at gate architecture_approval; it stays pending" "$SHOWN"
+	grep -qF "forge run: interrupted at gate architecture_approval; it stays pending" "$SHOWN"
 	run -0 forge status --json "$T"
 	jq -e '.run.status == "paused" and .run.error == "interrupted" and (.pending_gates | length) == 1' <<<"$output"
 	[ -z "$(events_of "$T" gate.rejected)" ]

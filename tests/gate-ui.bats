@@ -116,9 +116,9 @@ plain() { sed 's/\x1b\[[0-9;]*m//g' "$SHOWN"; }
 	# up: from then on every write of a gate is refused
 	PAGER='cat >/dev/null; sqlite3 "$FORGE_DB" "CREATE TRIGGER gates_down BEFORE UPDATE ON gates BEGIN SELECT RAISE(ABORT, '"'"'the database went away'"'"'); END"' \
 		run -5 on_tty --type 'v\ny\n' -- forge run --config "$CFG" "add a mul operation"
-	grep -qF "forge: the answer to gate architecture_approval could not be recorded: " "$SHOWN"
+	grep -qF "forge run: the answer to gate architecture_approval could not be recorded: " "$SHOWN"
 	grep -qF "the database went away" "$SHOWN"
-	grep -qF "forge: the run cannot be recorded: " "$SHOWN"
+	grep -qF "forge run: the run cannot be recorded: " "$SHOWN"
 	# (before: exit 4 and the summary's "waiting for a human", to the person who had just answered)
 	run ! grep -qF "waiting for a human" "$SHOWN"
 	sqlite3 "$FORGE_DB" "DROP TRIGGER gates_down"
@@ -138,7 +138,7 @@ plain() { sed 's/\x1b\[[0-9;]*m//g' "$SHOWN"; }
 	# (before: the plan was shown and approved, its approval then refused)
 	run ! grep -qF "$QUESTION" "$SHOWN"
 	T=$(last_trace)
-	plain | grep -qF "forge: the run cannot be recorded: "
+	plain | grep -qF "forge run: the run cannot be recorded: "
 	plain | grep -qF "; it stops here (forge resume $T when the database can be written again)"
 }
 
@@ -149,7 +149,7 @@ plain() { sed 's/\x1b\[[0-9;]*m//g' "$SHOWN"; }
 	SAID="$BATS_TEST_TMPDIR/said" PAGER='cat >/dev/null; forge gate reject "$(forge gate list --json | jq -r .id)" --note "too risky" >"$SAID"' \
 		run -1 on_tty --type 'v\n' -- forge run --config "$CFG" "add a mul operation"
 	T=$(last_trace)
-	grep -qF "forge: gate architecture_approval was decided elsewhere (forge gate, forge tui) while it was asked here; that decision stands" "$SHOWN"
+	grep -qF "forge run: gate architecture_approval was decided elsewhere (forge gate, forge tui) while it was asked here; that decision stands" "$SHOWN"
 	grep -q "was rejected by human: too risky: the run stops" "$SHOWN"
 	# forge gate knew the run was live, asking: not "forge resume", which it would refuse
 	grep -qE "^rejected [0-9A-Z]+; run $T, waiting on it \(pid [0-9]+ on .*\), stops by itself$" "$BATS_TEST_TMPDIR/said"
@@ -174,7 +174,7 @@ plain() { sed 's/\x1b\[[0-9;]*m//g' "$SHOWN"; }
 	jq '.gates = [{"id":"architecture_approval","phase":"plan","condition":".plan.risk.level == \"high\"",
 		"prompt":"Review the architecture.","timeout_s":1,"auto_approve_level":null}]' "$CFG" >"$BATS_TEST_TMPDIR/cfg.json"
 	run -1 on_tty -- forge run --config "$BATS_TEST_TMPDIR/cfg.json" "add a mul operation"
-	grep -qF "forge: gate architecture_approval expired (its timeout_s) while it was asked here" "$SHOWN"
+	grep -qF "forge run: gate architecture_approval expired (its timeout_s) while it was asked here" "$SHOWN"
 	grep -q "expired without a decision (its timeout_s): it counts as rejected and the run stops" "$SHOWN"
 	T=$(last_trace)
 	[ -z "$(events_of "$T" gate.approved)" ]

@@ -132,7 +132,7 @@ last_trace() {
 	git -C "$REPO" config credential.helper "store --file=$BATS_TEST_TMPDIR/creds"
 	to_files 0 env FORGE_PUSH_REMOTE=$URL forge run "add a mul operation"
 	T=$(last_trace)
-	grep -q "^forge: warning: cannot push the run's branch to '$URL': cannot push 'forge/$T' to '$URL': authentication failed: .*; the run goes on$" \
+	grep -q "^forge run: warning: cannot push the run's branch to '$URL': cannot push 'forge/$T' to '$URL': authentication failed: .*; the run goes on$" \
 		"$BATS_TEST_TMPDIR/err"
 	run -0 forge status --json "$T"
 	jq -e '.run.status == "completed"' <<<"$output"
@@ -159,7 +159,7 @@ last_trace() {
 @test "no credential helper: a clear error naming the remote, no prompt; a password in the URL works and is shown as ***" {
 	to_files 0 env FORGE_PUSH_REMOTE=$URL forge run "add a mul operation"
 	T=$(last_trace)
-	grep -q "^forge: warning: cannot push the run's branch to '$URL': cannot push 'forge/$T' to '$URL': no credentials: git credential fill: " \
+	grep -q "^forge run: warning: cannot push the run's branch to '$URL': cannot push 'forge/$T' to '$URL': no credentials: git credential fill: " \
 		"$BATS_TEST_TMPDIR/err"
 	# the password in the URL: used, and hidden wherever the remote is named
 	SECRET_URL="http://forge:$PASSWORD@127.0.0.1:$PORT/calc.git"

@@ -281,7 +281,7 @@ until_true() {
 	before=$(db_q "select count(*) from events where trace_id = '$T'")
 	rc=0; wait "$R1" || rc=$?
 	[ "$rc" -eq 4 ]
-	grep -q "forge: run $T is being worked on by another process, which took its lease over; this one stopped its phase and recorded nothing more" "$BATS_TEST_TMPDIR/r1.err"
+	grep -q "forge resume: run $T is being worked on by another process, which took its lease over; this one stopped its phase and recorded nothing more" "$BATS_TEST_TMPDIR/r1.err"
 	# nothing of its end is the run's: not paused, no new events, the lease the other's
 	[ "$(db_q "select status from runs where id = '$T'")" = running ]
 	[ "$(db_q "select count(*) from events where trace_id = '$T'")" -eq "$before" ]
@@ -313,7 +313,7 @@ until_true() {
 	touch "$BATS_TEST_TMPDIR/go"
 	rc=0; wait "$R1" || rc=$?
 	[ "$rc" -eq 4 ]
-	grep -q "forge: run $T is being worked on by another process, which took its lease over; this one stopped its phase and recorded nothing more" "$BATS_TEST_TMPDIR/r1.err"
+	grep -q "forge resume: run $T is being worked on by another process, which took its lease over; this one stopped its phase and recorded nothing more" "$BATS_TEST_TMPDIR/r1.err"
 	# nothing of it after the takeover is the run's (before: its phase's events, a
 	# checkpoint and its end, the run completed)
 	[ "$(db_q "select count(*) from events where trace_id = '$T'")" -eq "$events" ]

@@ -205,7 +205,7 @@ PY
 	echo '{"llm": {"max_retries": 0}, "implement": {"validate": false}}' >.forge/config.json
 	run -5 --separate-stderr forge run --auto-approve "tidy calc_add" </dev/null
 	[[ "$stderr" == *"the analysis of the failing tests failed: the model could not be reached"* ]]
-	[[ "$stderr" == *"forge: node 'test' failed; once what failed is fixed, \`forge resume $(last_trace)\` runs it again"* ]]
+	[[ "$stderr" == *"forge run: node 'test' failed; once what failed is fixed, \`forge resume $(last_trace)\` runs it again"* ]]
 	[[ "$stderr" != *"approved (--auto-approve)"* ]]
 	T=$(last_trace)
 	run -0 forge status --json "$T"
@@ -259,7 +259,7 @@ fail_implement() {
 	run -4 --separate-stderr forge run "add a mul operation" </dev/null
 	T=$(last_trace)
 	q="Call it mul or times? (options: mul | times) (context: add and sub are short names)"
-	[[ "$stderr" == *"forge: gate escalation_implement is waiting for a human: implement needs a human: the agent asks: $q"* ]]
+	[[ "$stderr" == *"forge run: gate escalation_implement is waiting for a human: implement needs a human: the agent asks: $q"* ]]
 	[ "$(forge status --json "$T" | jq -r .state.question.text)" = "$q" ]
 	[ "$(forge gate list --json | jq -r 'select(.gate == "escalation_implement") | .prompt')" = "implement needs a human: the agent asks: $q" ]
 	run -0 events_of "$T" agent.escalated
@@ -321,7 +321,7 @@ NO_LEARNINGS='{"forced_tool": "record_learnings", "times": "always", "tool_calls
 	T=$(last_trace)
 	G=$(forge gate list --json | jq -r 'select(.gate == "escalation_implement") | .id')
 	[ -n "$G" ]
-	[[ "$stderr" == *"forge: gate escalation_implement is waiting for a human: implement needs a human: the agent asks: Call it mul or times?"* ]]
+	[[ "$stderr" == *"forge run: gate escalation_implement is waiting for a human: implement needs a human: the agent asks: Call it mul or times?"* ]]
 	[[ "$stderr" == *"  the agent asked a question, which only a person answers (--auto-approve does not): answer with \`forge gate approve $G --note ANSWER\`, then \`forge resume $T\`"* ]]
 	# the summary's next line too (before: without --note, an approval that answers nothing)
 	assert_line "  next      forge gate approve $G --note ANSWER && forge resume $T"
@@ -358,8 +358,8 @@ NO_LEARNINGS='{"forced_tool": "record_learnings", "times": "always", "tool_calls
 		"$(printf '%s\n' '["escalation_plan","flag"]' '["escalation_plan_2","flag"]')"
 	assert_equal "$(jq -c 'select(.type == "loop.rerun_limit") | .payload' <<<"$output")" \
 		'{"node":"plan","phase":"plan","reruns":2,"max":2}'
-	[[ "$stderr" == *"forge: plan escalated again after the 2 re-runs --auto-approve may give it (bounces.rerun_max 2): a person decides now"* ]]
-	[[ "$stderr" == *"forge: gate escalation_plan_3 is waiting for a human: plan needs a human: stagnation: "*"(again, after 2 re-runs without a person's answer; bounces.rerun_max is 2)"* ]]
+	[[ "$stderr" == *"forge run: plan escalated again after the 2 re-runs --auto-approve may give it (bounces.rerun_max 2): a person decides now"* ]]
+	[[ "$stderr" == *"forge run: gate escalation_plan_3 is waiting for a human: plan needs a human: stagnation: "*"(again, after 2 re-runs without a person's answer; bounces.rerun_max is 2)"* ]]
 	run -0 forge status --json "$T"
 	jq -e '.run.status == "paused" and [.pending_gates[].gate] == ["escalation_plan_3"] and
 		.state.node_runs.plan.reruns == 2 and .state.node_runs.plan.attempt == 3' <<<"$output"
@@ -547,7 +547,7 @@ no_change_run() {
 	script '[]'
 	AFTER=$(last_seq)
 	run -5 --separate-stderr forge resume -q "$T" </dev/null
-	assert_equal "$stderr" "forge: run $T cannot be resumed: the commit ${commit:0:12} of its last checkpoint is no longer in the repository: the run's branch and refs were removed (forge gc --resumable, git branch -D) and git has pruned what they held since, so the run's work is gone; start the task again with \`forge run\` (forge gc removes what is left of this one)"
+	assert_equal "$stderr" "forge resume: run $T cannot be resumed: the commit ${commit:0:12} of its last checkpoint is no longer in the repository: the run's branch and refs were removed (forge gc --resumable, git branch -D) and git has pruned what they held since, so the run's work is gone; start the task again with \`forge run\` (forge gc removes what is left of this one)"
 	[[ "$stderr" != *"disk"* ]]
 	[ "$(last_seq)" -eq "$AFTER" ]	# (no phase ran)
 	run -0 forge show "$T"
@@ -835,7 +835,7 @@ until_true() {
 	demo_replay
 	run -5 --separate-stderr forge run "$TASK" </dev/null
 	# (before: exit 0, "completed", review, test and deploy run unrecorded)
-	[[ "$stderr" == *"forge: the run cannot be recorded: "*"database or disk is full"*"; it stops here (forge resume "* ]]
+	[[ "$stderr" == *"forge run: the run cannot be recorded: "*"database or disk is full"*"; it stops here (forge resume "* ]]
 	T=$(forge history --json -n 1 | jq -r .trace_id)
 	[ "$(forge status --json "$T" | jq -r .run.status)" = paused ]
 	[ -z "$(git -C "$REPO" log --oneline "main..forge/$T" 2>/dev/null)" ]
@@ -895,18 +895,18 @@ hang_implement() {
 	T=$(last_trace)
 	[ -z "$output" ]
 	next="\`forge resume --budget USD $T\` continues it (the run's budget is spent: USD is its new budget)"
-	assert_equal "$stderr" "forge: run $T stopped: breaker cost tripped in implement: cost \$0.0144 reached the limit of \$0.0104 (this phase's share of what the run's budget, safety.cost.per_run and safety.cost.per_day leave); $next"
+	assert_equal "$stderr" "forge run: run $T stopped: breaker cost tripped in implement: cost \$0.0144 reached the limit of \$0.0104 (this phase's share of what the run's budget, safety.cost.per_run and safety.cost.per_day leave); $next"
 	# a run-level breaker (the resume as it is: the budget is spent), the same way
 	run -3 --separate-stderr forge resume -q "$T" </dev/null
 	[ -z "$output" ]
-	assert_equal "$stderr" "forge: run $T stopped: breaker budget tripped: the run has cost \$0.0340, its budget is \$0.03 (forge resume --budget USD gives it more); $next"
+	assert_equal "$stderr" "forge resume: run $T stopped: breaker budget tripped: the run has cost \$0.0340, its budget is \$0.03 (forge resume --budget USD gives it more); $next"
 	# --json: the same line on stderr; stdout says it as a failed run's
 	# does: the breaker's event, the run's end with its reason, and last
 	# the state, tripped (DESIGN.md section 2)
 	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i')"
 	run -3 --separate-stderr forge run --json --budget 0.03 "add a mul operation" </dev/null
 	T=$(last_trace)
-	[[ "$stderr" == *$'\n'"forge: run $T stopped: breaker cost tripped in implement: cost \$0.0144 reached the limit of \$0.0104 (this phase's share of what the run's budget, safety.cost.per_run and safety.cost.per_day leave); \`forge resume --budget USD $T\` continues it (the run's budget is spent: USD is its new budget)" ]]
+	[[ "$stderr" == *$'\n'"forge run: run $T stopped: breaker cost tripped in implement: cost \$0.0144 reached the limit of \$0.0104 (this phase's share of what the run's budget, safety.cost.per_run and safety.cost.per_day leave); \`forge resume --budget USD $T\` continues it (the run's budget is spent: USD is its new budget)" ]]
 	jq -se --arg t "$T" '(last | .kind == "state" and .status == "tripped" and .trace_id == $t) and
 		([.[] | select(.type == "breaker.tripped") | .payload.breaker] == ["cost"]) and
 		([.[] | select(.type == "run.completed") | .payload.reason] ==

@@ -155,7 +155,7 @@ check_run() {
 	local why="no price known for model 'proxy-9', so the cost limits (budget.usd, --budget, safety.cost.*) cannot hold: add its price under llm.pricing in USD per million tokens, e.g. forge config set --global 'llm.pricing.proxy-9' '{\"input\":0,\"output\":0}' for a free local model"
 	run -2 --separate-stderr forge run --auto-approve --budget 0.01 \
 		--provider openai --base-url "$MOCK_URL/v1" --model proxy-9 "add a mul operation" </dev/null
-	assert_equal "$stderr" "forge: the plan phase cannot use its model: $why; nothing was started"
+	assert_equal "$stderr" "forge run: the plan phase cannot use its model: $why; nothing was started"
 	run -0 forge history --json
 	assert_output ""
 	# a phase on its own: forge-plan, and implement's agent

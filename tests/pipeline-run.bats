@@ -299,7 +299,7 @@ final_state() {
 	pipeline p.json "$(node one --key shared),\"result_key\":\"one\"}" "$(node two --key shared),\"result_key\":\"two\"}"
 	PAIR_WAIT=one,two run -5 --separate-stderr forge run --pipeline p.json --jobs 2 "conflict"
 	T=$(last_trace)
-	[[ "$stderr" == *"forge: key 'shared' was changed by both 'one' and 'two', which ran at the same time"* ]]
+	[[ "$stderr" == *"forge run: key 'shared' was changed by both 'one' and 'two', which ran at the same time"* ]]
 	assert_equal "$(forge status --json "$T" | jq -c '[.run.status, .run.error]')" \
 		'["failed","key '"'"'shared'"'"' was changed by both '"'"'one'"'"' and '"'"'two'"'"', which ran at the same time"]'
 	# one after the other there is no conflict: the second sees the first's value and replaces it
@@ -430,7 +430,7 @@ EOS
 	pipeline s.json "$(node k0)}" "{\"id\":\"killer\",\"program\":\"$BATS_TEST_TMPDIR/killer.sh\"}" \
 		"$(node a),\"needs\":[\"k0\"],\"when\":\"until(false; .)\"}"
 	run -130 --separate-stderr forge run --pipeline s.json --jobs 2 "ship it"
-	[[ $stderr == *"forge: interrupted; resume with \`forge resume "* ]]
+	[[ $stderr == *"forge run: interrupted; resume with \`forge resume "* ]]
 	[[ $stderr != *"did not end within"* ]]
 	run -0 forge status --json "$(last_trace)"
 	jq -e '.run.status == "paused"' <<<"$output"
@@ -445,7 +445,7 @@ EOS
 		chmod +x "$BATS_TEST_TMPDIR/bad.sh"
 		pipeline b.json "{\"id\":\"a\",\"program\":\"$BATS_TEST_TMPDIR/bad.sh\",\"result_key\":\"lint\"}"
 		run -5 --separate-stderr forge run --pipeline b.json "ship it"
-		[[ $stderr == *"forge: node 'a' wrote a state that cannot be taken: "* ]]
+		[[ $stderr == *"forge run: node 'a' wrote a state that cannot be taken: "* ]]
 		T=$(last_trace)
 		run -0 forge status --json "$T"
 		jq -e --arg t "$T" '.run.status == "failed" and .state.v == 1 and .state.trace_id == $t and

@@ -215,7 +215,7 @@ setup() {
 	run -2 --separate-stderr forge status "$t"
 	[ "$stderr" = "forge status: $said" ]
 	run -2 --separate-stderr forge resume "$t" </dev/null
-	[ "$stderr" = "forge: $said" ]
+	[ "$stderr" = "forge resume: $said" ]
 	run -2 --separate-stderr forge cancel "$t"
 	[ "$stderr" = "forge cancel: $said" ]
 	run -2 --separate-stderr forge merge "$t"

@@ -311,8 +311,8 @@ branch_log() {
 	run -0 --separate-stderr forge run --json "add a mul operation" </dev/null
 	T=$(tail -n 1 <<<"$output" | jq -r .trace_id)
 	# (before: nothing stored, nothing said)
-	[[ "$stderr" == *"forge: warning: the run's episode could not be stored in memory: "*"the disk is full"* ]]
-	[[ "$stderr" == *"forge: warning: the run's lessons could not be stored in memory: "*"the disk is full"* ]]
+	[[ "$stderr" == *"forge run: warning: the run's episode could not be stored in memory: "*"the disk is full"* ]]
+	[[ "$stderr" == *"forge run: warning: the run's lessons could not be stored in memory: "*"the disk is full"* ]]
 	run -0 forge events replay "$T"
 	jq -e -s '[.[] | select(.type == "memory.failed") | .payload.source] == ["run_episode", "run_lesson"]
 		and ([.[] | select(.type == "memory.failed") | .payload.error | contains("the disk is full")] | all)
@@ -341,8 +341,8 @@ branch_log() {
 	# (before: "already completed", and nothing was ever stored)
 	run -0 --separate-stderr forge resume "$T" </dev/null
 	[ -z "$output" ]
-	[[ "$stderr" == *"forge: run $T is already completed"* ]]
-	[[ "$stderr" == *"forge: run $T ended without its reflection (its supervisor died first): reflected on it now"* ]]
+	[[ "$stderr" == *"forge resume: run $T is already completed"* ]]
+	[[ "$stderr" == *"forge resume: run $T ended without its reflection (its supervisor died first): reflected on it now"* ]]
 	run -0 forge memory list --json
 	jq -e -s --arg t "$T" '[.[] | select(.source == $t) | .type] | sort == ["episodic", "semantic"]' <<<"$output"
 	# the episode's outcome is the run's end, not the resume's events
@@ -353,7 +353,7 @@ branch_log() {
 		and ([.[] | select(.type == "run.reflection" and (.payload | has("triggers")))] | length == 1)' <<<"$output"
 	# reflected once: a second resume stores nothing more and says nothing of it
 	run -0 --separate-stderr forge resume "$T" </dev/null
-	[[ "$stderr" == *"forge: run $T is already completed"* ]]
+	[[ "$stderr" == *"forge resume: run $T is already completed"* ]]
 	[[ "$stderr" != *"reflected on it now"* ]]
 	run -0 forge memory list --json
 	[ "$(jq -s --arg t "$T" '[.[] | select(.source == $t)] | length' <<<"$output")" -eq 2 ]
@@ -467,7 +467,7 @@ branch_log() {
 	run -0 --separate-stderr forge resume "$T" </dev/null
 	# (before: the branch made again from HEAD, the checkpoint's work reset
 	# over it and "kept on refs/forge/T/saved/1", a ref holding the base)
-	[[ "$stderr" == *"forge: the run's branch forge/$T was gone: made again at its last checkpoint's commit ${C:0:12}"* ]]
+	[[ "$stderr" == *"forge resume: the run's branch forge/$T was gone: made again at its last checkpoint's commit ${C:0:12}"* ]]
 	[[ "$stderr" != *"kept on"* ]]
 	run -1 git -C "$REPO" rev-parse -q --verify "refs/forge/$T/saved/1"
 	[ "$(git -C "$REPO" rev-parse "forge/$T")" = "$C" ]
@@ -561,7 +561,7 @@ branch_log() {
 	run -5 --separate-stderr env TMPDIR="$BATS_TEST_TMPDIR/no/such/dir" forge run "add a mul operation" </dev/null
 	T=$(last_trace)
 	[[ $stderr == *"cannot make a temporary directory '$BATS_TEST_TMPDIR/no/such/dir/forge-implement-"* ]]
-	[[ $stderr == *$'\n'"forge: node 'implement' failed; once what failed is fixed, \`forge resume $T\` runs it again" ]]
+	[[ $stderr == *$'\n'"forge run: node 'implement' failed; once what failed is fixed, \`forge resume $T\` runs it again" ]]
 	run -0 --separate-stderr forge resume "$T" </dev/null
 	[ "$(forge status --json "$T" | jq -r .run.status)" = completed ]
 }
@@ -573,7 +573,7 @@ branch_log() {
 	run -5 --separate-stderr forge run "add a mul operation" </dev/null
 	T=$(last_trace)
 	[[ $stderr == *"the tests could not run: 'forge-no-such-runner' was not found ("*"forge-no-such-runner: "*"not found): install it, then \`forge resume $T\`"* ]]
-	[[ $stderr == *$'\n'"forge: node 'test' failed; once what failed is fixed, \`forge resume $T\` runs it again"* ]]
+	[[ $stderr == *$'\n'"forge run: node 'test' failed; once what failed is fixed, \`forge resume $T\` runs it again"* ]]
 	run -0 forge status --json "$T"
 	jq -e '.run.status == "failed" and .state.phase == "test" and .state.status == "failed"
 		and .state.tests.failures[0].classification == "environment" and (.state | has("deployment") | not)' <<<"$output"
@@ -602,12 +602,12 @@ branch_log() {
 	T=$(last_trace)
 	[ -z "$output" ]
 	[ "${#stderr_lines[@]}" -eq 1 ]
-	[[ $stderr == "forge: node 'plan' failed: "*"the key was refused"*"; once what failed is fixed, \`forge resume $T\` runs it again" ]]
+	[[ $stderr == "forge run: node 'plan' failed: "*"the key was refused"*"; once what failed is fixed, \`forge resume $T\` runs it again" ]]
 	[[ $stderr != *"plan failed: "* ]]
 	# without -q the phase's own line says it, and this line as before
 	run -5 --separate-stderr forge run "add a mul operation" </dev/null
 	[[ $stderr == *"the key was refused"* ]]
-	[[ $stderr == *$'\n'"forge: node 'plan' failed; once what failed is fixed, \`forge resume $(last_trace)\` runs it again"* ]]
+	[[ $stderr == *$'\n'"forge run: node 'plan' failed; once what failed is fixed, \`forge resume $(last_trace)\` runs it again"* ]]
 }
 
 @test "-q: a run that ends rejected (a deploy rolled back) says so on one line with its reason" {
@@ -619,11 +619,11 @@ branch_log() {
 	T=$(last_trace)
 	[ -z "$output" ]
 	[ "${#stderr_lines[@]}" -eq 1 ] || { echo "$stderr"; false; }
-	[[ $stderr == "forge: run $T was rejected: deploy said no: the deploy command failed at 100%: 'exit 3' exited with status 3; rolled back; next: \`forge run 'add a mul operation'\` ("*"forge show $T"* ]] || { echo "$stderr"; false; }
+	[[ $stderr == "forge run: run $T was rejected: deploy said no: the deploy command failed at 100%: 'exit 3' exited with status 3; rolled back; next: \`forge run 'add a mul operation'\` ("*"forge show $T"* ]] || { echo "$stderr"; false; }
 	# a resume -q of it says its own one line, not a second
 	run -1 --separate-stderr forge resume -q "$T" </dev/null
 	[ "${#stderr_lines[@]}" -eq 1 ] || { echo "$stderr"; false; }
-	[[ $stderr == "forge: run $T had already ended: "* ]]
+	[[ $stderr == "forge resume: run $T had already ended: "* ]]
 	# without -q the summary says it, as before
 	run -1 --separate-stderr forge run --config "$BATS_TEST_TMPDIR/roll.json" "add a mul operation" </dev/null
 	[[ $stderr != *"was rejected: "* ]]
@@ -647,7 +647,7 @@ branch_log() {
 		and .state.deployment.strategy == "command"' <<<"$output"
 	# (before: only "resuming run … after deploy (rejected)", exit 1)
 	run -1 --separate-stderr forge resume "$T" </dev/null
-	[[ "$stderr" == *"forge: run $T had already ended: its deploy to production was rolled back (the deploy command failed at 100%: 'exit 3' exited with status 3; rolled back), and a resume does not deploy it again. See what happened with \`forge show $T\`; fix the cause, then start the task again with \`forge run\`"* ]] || { echo "$stderr"; false; }
+	[[ "$stderr" == *"forge resume: run $T had already ended: its deploy to production was rolled back (the deploy command failed at 100%: 'exit 3' exited with status 3; rolled back), and a resume does not deploy it again. See what happened with \`forge show $T\`; fix the cause, then start the task again with \`forge run\`"* ]] || { echo "$stderr"; false; }
 	# said while the deploy was to come, not after
 	[[ "$stderr" != *"deploys with the settings"* ]]
 	[ "$(git -C "$REPO" rev-parse main)" = "$BASE" ]
@@ -678,7 +678,7 @@ branch_log() {
 	# (before: "fix the cause, then start the task again with `forge run`",
 	# while the summary's next line said `forge merge`)
 	run -1 --separate-stderr forge resume "$T" </dev/null
-	[[ "$stderr" == *"forge: run $T had already ended: its deploy to staging was refused ("*"), and a resume does not deploy it again. Its change passed review and tests: \`forge merge $T\` lands it once the cause is fixed"* ]] || { echo "$stderr"; false; }
+	[[ "$stderr" == *"forge resume: run $T had already ended: its deploy to staging was refused ("*"), and a resume does not deploy it again. Its change passed review and tests: \`forge merge $T\` lands it once the cause is fixed"* ]] || { echo "$stderr"; false; }
 	[[ "$stderr" != *"start the task again"* ]]
 	assert_line "  next      forge merge $T"
 	git checkout -q Makefile
@@ -929,8 +929,8 @@ branch_log() {
 	git add -A && git commit -q -m "a submodule and lfs"
 	run -0 --separate-stderr forge run --phases plan "add a mul operation" </dev/null
 	# (before, nothing said so: the worktree's vendor/lib was empty, LFS files were pointers)
-	[[ $stderr == *"forge: warning: submodules are not checked out in the run's worktree (vendor/lib)"* ]]
-	[[ $stderr == *"forge: warning: the git filter 'lfs' (.gitattributes) does not run in the run's worktree"* ]]
+	[[ $stderr == *"forge run: warning: submodules are not checked out in the run's worktree (vendor/lib)"* ]]
+	[[ $stderr == *"forge run: warning: the git filter 'lfs' (.gitattributes) does not run in the run's worktree"* ]]
 	run -0 forge events replay "$(last_trace)"
 	[ "$(jq -s '[.[] | select(.type == "run.worktree_limits") | .payload.notes | length] | add' <<<"$output")" -eq 2 ]
 	# nothing to say for a plain repository
@@ -950,7 +950,7 @@ branch_log() {
 	[ ! -e .gitmodules ]
 	run -0 --separate-stderr forge run --phases plan "add a mul operation" </dev/null
 	# (before: only a .gitmodules entry was seen: nothing said, and the agent's edits there were dropped)
-	[[ $stderr == *"forge: warning: submodules are not checked out in the run's worktree (vendor/foo): what needs them fails there, and the agent's changes inside them are not committed"* ]]
+	[[ $stderr == *"forge run: warning: submodules are not checked out in the run's worktree (vendor/foo): what needs them fails there, and the agent's changes inside them are not committed"* ]]
 	run -0 forge events replay "$(last_trace)"
 	jq -s -e '[.[] | select(.type == "run.worktree_limits") | .payload.notes[]] | length == 1' <<<"$output"
 }
@@ -962,7 +962,7 @@ branch_log() {
 	# (before: every phase ran, paid for, and the deploy failed: "HEAD of …
 	# is not on a branch: name the base branch (task.base_ref)", exit 5)
 	run -2 --separate-stderr forge run --config "$BATS_TEST_TMPDIR/merge.json" "add a mul operation" </dev/null
-	assert_equal "$stderr" "forge: deploy.strategy is merge, which fast-forwards the branch the run starts from, but '$REPO' is not on a branch (detached HEAD); switch to that branch (git switch BRANCH) or name it with --base BRANCH; nothing was started"
+	assert_equal "$stderr" "forge run: deploy.strategy is merge, which fast-forwards the branch the run starts from, but '$REPO' is not on a branch (detached HEAD); switch to that branch (git switch BRANCH) or name it with --base BRANCH; nothing was started"
 	assert_equal "$(forge history --json)" ""
 	assert_equal "$(git branch --list 'forge/*')" ""
 	# a dry run deploys nothing: it is not refused
@@ -982,7 +982,7 @@ branch_log() {
 	echo "/* not committed */" >>calc.c
 	run -0 --separate-stderr forge run "add a mul operation" </dev/null
 	# (before: the main checkout's HEAD, its dirty state and its branch)
-	[[ $stderr == *"forge: warning: the checkout has uncommitted changes to tracked files"* ]]
+	[[ $stderr == *"forge run: warning: the checkout has uncommitted changes to tracked files"* ]]
 	T=$(last_trace)
 	run -0 forge status --json "$T"
 	jq -e --arg f "$feature" '.state.task.base_commit == $f and .state.task.base_branch == "feature"' <<<"$output"
@@ -1080,7 +1080,7 @@ branch_log() {
 	git -C "$REPO/.forge/worktrees/$T" commit -q -m "a person's commit"
 	run -0 --separate-stderr forge resume --config "$CONFIGS/high-risk.json" "$T" </dev/null
 	# (before: only a worktree.recovered event said where it went)
-	[[ $stderr == *"forge: the run's worktree had changes its last checkpoint does not have: kept on refs/forge/$T/saved/1"* ]]
+	[[ $stderr == *"forge resume: the run's worktree had changes its last checkpoint does not have: kept on refs/forge/$T/saved/1"* ]]
 	[ "$(git show "refs/forge/$T/saved/1:NOTE")" = "my note" ]
 }
 
@@ -1097,8 +1097,8 @@ branch_log() {
 	mkdir -p "${lock%/*}" && touch -d '1 hour ago' "$lock"
 	# (before: the failed save went unsaid, and NOTE was committed into the run)
 	run -5 --separate-stderr forge resume --config "$CONFIGS/high-risk.json" "$T" </dev/null
-	[[ $stderr == *"forge: cannot save the run's worktree before its phase runs again: "*"; the worktree was left as it is and nothing was resumed"* ]]
-	[[ $stderr == *"forge: '$lock' is a stale lock (older than this resume, which holds the run): a process stopped while it saved left it; remove it, then \`forge resume $T\`"* ]]
+	[[ $stderr == *"forge resume: cannot save the run's worktree before its phase runs again: "*"; the worktree was left as it is and nothing was resumed"* ]]
+	[[ $stderr == *"forge resume: '$lock' is a stale lock (older than this resume, which holds the run): a process stopped while it saved left it; remove it, then \`forge resume $T\`"* ]]
 	[[ $stderr != *"▶ implement"* ]]
 	[ "$(git rev-parse "forge/$T")" = "$head" ]
 	[ "$(cat "$wt/NOTE")" = "my note" ]
@@ -1171,13 +1171,13 @@ no_first_checkpoint() {
 	# "forge resume T when the database can be written again")
 	[ "$(db_q "SELECT count(*) FROM llm_calls")" -eq 0 ]
 	[[ $stderr != *"[plan]"* && $stderr != *"▶ plan"* && $stderr != *"forge resume"* ]]
-	[[ $stderr == *"forge: the run cannot be recorded: "*"FOREIGN KEY constraint failed"*"; it stops before its first checkpoint was kept, so it cannot be resumed: start the task again with \`forge run\` once the database can be written (run $T is marked failed: \`forge gc\` removes what it left)" ]]
+	[[ $stderr == *"forge run: the run cannot be recorded: "*"FOREIGN KEY constraint failed"*"; it stops before its first checkpoint was kept, so it cannot be resumed: start the task again with \`forge run\` once the database can be written (run $T is marked failed: \`forge gc\` removes what it left)" ]]
 	[ "$(forge history --json -n 1 | jq -r .status)" = failed ]
 	[ "$(db_q "SELECT count(*) FROM checkpoints")" -eq 0 ]
 	# the database can be written again: resume says what to do
 	db_q "DROP TRIGGER no_room" >/dev/null
 	run -5 --separate-stderr forge resume "$T" </dev/null
-	[ "$stderr" = "forge: run $T has no checkpoint to resume from: it stopped before its first one was kept (the database could not be written before the run's first checkpoint), so none of its work was; start the task again with \`forge run\` (it is marked failed: \`forge gc\` removes what it left)" ]
+	[ "$stderr" = "forge resume: run $T has no checkpoint to resume from: it stopped before its first one was kept (the database could not be written before the run's first checkpoint), so none of its work was; start the task again with \`forge run\` (it is marked failed: \`forge gc\` removes what it left)" ]
 	run -0 forge gc
 	assert_output --partial "removed worktree"
 	[ -z "$(git -C "$REPO" branch --list "forge/$T")" ]
@@ -1198,7 +1198,7 @@ no_first_checkpoint() {
 	refute_output --partial "$T"
 	db_q "DROP TRIGGER no_room; DROP TRIGGER no_end" >/dev/null
 	run -5 --separate-stderr forge resume "$T" </dev/null
-	[[ $stderr == "forge: run $T has no checkpoint to resume from: "*"(it is marked failed: \`forge gc\` removes what it left)" ]]
+	[[ $stderr == "forge resume: run $T has no checkpoint to resume from: "*"(it is marked failed: \`forge gc\` removes what it left)" ]]
 	[ "$(forge history --json -n 1 | jq -r .status)" = failed ]
 	[ "$(forge history --json -n 1 | jq -r .error)" = "the run's process stopped before its first checkpoint was kept (killed, or the database could not be written)" ]
 	run -0 forge gc
@@ -1212,7 +1212,7 @@ no_first_checkpoint() {
 	db_q "INSERT INTO runs (id, task, status, started_at, updated_at) VALUES ('$T', 'add a mul operation',
 		'pending', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')" >/dev/null
 	run -5 --separate-stderr forge resume "$T" </dev/null
-	[ "$stderr" = "forge: run $T has no checkpoint to resume from: the run's process stopped before its first checkpoint was kept (killed, or the database could not be written), so there is nothing to resume; start the task again with \`forge run\` (it is marked failed: \`forge gc\` removes what it left)" ]
+	[ "$stderr" = "forge resume: run $T has no checkpoint to resume from: the run's process stopped before its first checkpoint was kept (killed, or the database could not be written), so there is nothing to resume; start the task again with \`forge run\` (it is marked failed: \`forge gc\` removes what it left)" ]
 	[ "$(db_q "SELECT status || ' / ' || error FROM runs WHERE id = '$T'")" = "failed / the run's process stopped before its first checkpoint was kept (killed, or the database could not be written)" ]
 }
 
@@ -1386,14 +1386,14 @@ nothing_made() {
 	cd "$REPO"
 	git init -q -b main
 	run -2 --separate-stderr forge run "add a mul operation" </dev/null
-	assert_equal "$stderr" "forge: no commits yet on main: a run starts from the last commit and would not see the files here; commit your files first (git add -A && git commit); nothing was started"
+	assert_equal "$stderr" "forge run: no commits yet on main: a run starts from the last commit and would not see the files here; commit your files first (git add -A && git commit); nothing was started"
 	run -0 forge history --json
 	assert_output ""
 	nothing_made
 	# staged files are not a commit either; a dry run plans on the checkout as it is
 	git add -A
 	run -2 --separate-stderr forge run --phases plan "add a mul operation" </dev/null
-	[[ "$stderr" == "forge: no commits yet on main"* ]]
+	[[ "$stderr" == "forge run: no commits yet on main"* ]]
 	nothing_made
 	run -0 --separate-stderr forge run --dry-run --json "add a mul operation" </dev/null
 	jq -e '(.tasks | length) == 2' <<<"$output"
@@ -1449,12 +1449,12 @@ nothing_made() {
 	# (before: exit 5 "cannot make the run's worktree" and a failed run in
 	# forge history; a dry run ignored the --base)
 	run -2 --separate-stderr forge run --base no-such-ref "add a mul operation" </dev/null
-	[[ "$stderr" == "forge: --base 'no-such-ref' names no commit in "*": cannot resolve 'no-such-ref': "*"; the checkout is on branch 'main' (--base main, or no --base: the checkout's HEAD); nothing was started" ]]
+	[[ "$stderr" == "forge run: --base 'no-such-ref' names no commit in "*": cannot resolve 'no-such-ref': "*"; the checkout is on branch 'main' (--base main, or no --base: the checkout's HEAD); nothing was started" ]]
 	run -0 forge history --json
 	assert_output ""
 	nothing_made
 	run -2 --separate-stderr forge run --dry-run --base no-such-ref "add a mul operation" </dev/null
-	[[ "$stderr" == "forge: --base 'no-such-ref' names no commit in "* ]]
+	[[ "$stderr" == "forge run: --base 'no-such-ref' names no commit in "* ]]
 	run -2 --separate-stderr forge run --base HEAD:calc.c "add a mul operation" </dev/null
 	[[ "$stderr" == *"'HEAD:calc.c' does not name a commit"* ]]
 	run -0 forge history --json
@@ -1470,7 +1470,7 @@ nothing_made() {
 	git branch forge
 	# (before: exit 5 with libgit2's "could not remove directory ... Not a
 	# directory", and a failed run in forge history at each attempt)
-	why="forge: the repository has a branch named 'forge', which is in the way of the runs' branches forge/TRACE (git cannot hold a branch 'forge' and branches under 'forge/' at once); rename it (git branch -m forge NEW-NAME) and start again; nothing was started"
+	why="forge run: the repository has a branch named 'forge', which is in the way of the runs' branches forge/TRACE (git cannot hold a branch 'forge' and branches under 'forge/' at once); rename it (git branch -m forge NEW-NAME) and start again; nothing was started"
 	run -2 --separate-stderr forge run "add a mul operation" </dev/null
 	assert_equal "$stderr" "$why"
 	run -0 forge history --json
@@ -1497,7 +1497,7 @@ nothing_made() {
 	# extensions.objectformat", exit 5 and a failed run in forge history)
 	what="the repository at '$S' uses the git format extension extensions.objectFormat, as git init --object-format=sha256 sets it, which libgit2 "*" (the git library Forge is built on) cannot open; Forge works in repositories with SHA-1 object names only"
 	run -2 --separate-stderr forge run "add a mul operation" </dev/null
-	[[ $stderr == "forge: "$what"; nothing was started" ]]
+	[[ $stderr == "forge run: "$what"; nothing was started" ]]
 	run -0 forge history --json
 	assert_output ""
 	[ -z "$(git for-each-ref refs/heads/forge refs/forge)" ]
@@ -1636,7 +1636,7 @@ nothing_made() {
 	run -1 --separate-stderr forge gate approve "$G"
 	[[ "$stderr" == *"gate '$G' expired at 2000-01-01T00:00:00.000Z without a decision (its timeout_s): it counts as rejected"* ]]
 	run -1 --separate-stderr forge resume --config "$CONFIGS/high-risk.json" "$T" </dev/null
-	[[ "$stderr" == *"forge: gate architecture_approval ($G) expired without a decision (its timeout_s): it counts as rejected and the run stops"* ]]
+	[[ "$stderr" == *"forge resume: gate architecture_approval ($G) expired without a decision (its timeout_s): it counts as rejected and the run stops"* ]]
 	run -1 --separate-stderr forge gate approve "$G"
 	[ "$(forge status --json "$T" | jq -r .run.status)" = failed ]
 }
@@ -1656,7 +1656,7 @@ exec "$FORGE_BINDIR/forge-test" "\$@"
 EOF
 	chmod +x "$BIN/forge-test"
 	run --separate-stderr "$BIN/forge-supervisor" run -q "add a mul operation" </dev/null
-	[[ $stderr == *"forge: node 'test' wrote a line longer than the limit of 16777216 bytes (ignored)"* ]]
+	[[ $stderr == *"forge-supervisor: node 'test' wrote a line longer than the limit of 16777216 bytes (ignored)"* ]]
 	[[ $stderr != *"not a record"* ]]
 }
 

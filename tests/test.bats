@@ -496,6 +496,20 @@ junit_case() { printf '<testcase name="%s" classname="T" time="0.01">%s</testcas
 	run -5 --separate-stderr ft --repo "$REPO" --command 'make check' --no-input </dev/null
 	[[ $stderr == *"the tests could not run: 'no-such-test-runner-xyz' was not found"* ]]
 	assert_equal "$(tests_of '.exit_code')" 2
+	# make running it itself, no shell: make's "make: X: No such file or directory", Error 127
+	# (before: exit 1, a real failure: the tests that never ran taken for failing)
+	printf 'check:\n\tno-such-test-runner-xyz ./...\n' >"$REPO/Makefile"
+	run -5 --separate-stderr ft --repo "$REPO" --command 'make check' --no-input </dev/null
+	[[ $stderr == *"the tests could not run: 'no-such-test-runner-xyz' was not found (make: no-such-test-runner-xyz: No such file or directory): install it, then run forge-test again"* ]]
+	assert_equal "$(tests_of '[.exit_code, .failures[0].classification]')" '[2,"environment"]'
+	assert_equal "$(events_of 'select(.type == "test.could_not_run") | .payload | [.exit_code, .missing]')" '[2,"no-such-test-runner-xyz"]'
+	# in a sub-make too (make[1]: …), and make's own -f file it cannot read is not a program
+	printf 'check:\n\t$(MAKE) -f inner.mk\n' >"$REPO/Makefile"
+	printf 'all:\n\tno-such-test-runner-xyz\n' >"$REPO/inner.mk"
+	run -5 --separate-stderr ft --repo "$REPO" --command 'make check' --no-input </dev/null
+	[[ $stderr == *"the tests could not run: 'no-such-test-runner-xyz' was not found (make[1]: no-such-test-runner-xyz: No such file or directory)"* ]]
+	run -1 --separate-stderr ft --repo "$REPO" --command 'make -f no-such.mk' --no-input </dev/null
+	assert_equal "$(tests_of '.failures[0].classification')" '"real"'
 	# a test that failed on a missing program among tests that ran is a test's failure (exit 1)
 	run -1 --separate-stderr ft --repo "$REPO" --no-input --command "printf '1..2\nok 1 a\nnot ok 2 tool\n# sh: 1: frobnicate: not found\n'" </dev/null
 	assert_equal "$(tests_of '[.failures[] | .classification]')" '["environment"]'

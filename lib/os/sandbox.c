@@ -4,6 +4,7 @@
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "os/sandbox.h"
+#include "os/sandbox_internal.h"
 #include "data/config.h"
 #include "core/forge.h"
 #include "core/json.h"
@@ -1452,8 +1453,8 @@ static bool name_allowed(const struct sandbox_policy *p, const char *name, size_
 	return false;
 }
 
-/* The value of name in env (NAME=VALUE strings), or NULL. */
-static const char *env_value(char *const *env, const char *name)
+/* See sandbox_internal.h. */
+const char *sandbox_env_value(char *const *env, const char *name)
 {
 	size_t n = strlen(name);
 
@@ -1476,7 +1477,7 @@ static const char *env_value(char *const *env, const char *name)
  */
 static void add_rust_homes(char **env, size_t *k, char *const *src)
 {
-	const char *path = env_value(env, "PATH"), *cargo = NULL;
+	const char *path = sandbox_env_value(env, "PATH"), *cargo = NULL;
 	size_t cargo_len = 0;
 	struct buf b = BUF_INIT;
 	struct stat st;
@@ -1494,16 +1495,16 @@ static void add_rust_homes(char **env, size_t *k, char *const *src)
 	}
 	if (!cargo)
 		return;
-	if (!env_value(env, "CARGO_HOME")) {
-		if (env_value(src, "CARGO_HOME"))
-			buf_addf(&b, "CARGO_HOME=%s", env_value(src, "CARGO_HOME"));
+	if (!sandbox_env_value(env, "CARGO_HOME")) {
+		if (sandbox_env_value(src, "CARGO_HOME"))
+			buf_addf(&b, "CARGO_HOME=%s", sandbox_env_value(src, "CARGO_HOME"));
 		else
 			buf_addf(&b, "CARGO_HOME=%.*s", (int)cargo_len, cargo);
 		env[(*k)++] = buf_detach(&b, NULL);
 	}
-	if (!env_value(env, "RUSTUP_HOME")) {
-		if (env_value(src, "RUSTUP_HOME")) {
-			buf_addf(&b, "RUSTUP_HOME=%s", env_value(src, "RUSTUP_HOME"));
+	if (!sandbox_env_value(env, "RUSTUP_HOME")) {
+		if (sandbox_env_value(src, "RUSTUP_HOME")) {
+			buf_addf(&b, "RUSTUP_HOME=%s", sandbox_env_value(src, "RUSTUP_HOME"));
 		} else {
 			buf_addf(&b, "RUSTUP_HOME=%.*s/.rustup", (int)(cargo_len - 7), cargo);
 			if (stat(b.buf + 12, &st) < 0 || !S_ISDIR(st.st_mode))
@@ -1592,7 +1593,7 @@ static bool overridden_by_lc_all(const char *s)
 char **sandbox_env_untranslated(char *const *base)
 {
 	char *const *src = base ? base : environ;
-	const char *all = env_value(src, "LC_ALL");
+	const char *all = sandbox_env_value(src, "LC_ALL");
 	size_t n = 0, k = 0;
 	char **env;
 	struct buf b = BUF_INIT;

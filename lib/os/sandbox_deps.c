@@ -4,6 +4,7 @@
  * "THE CHECKOUT'S INSTALLED DEPENDENCIES" in sandbox.h.
  */
 #include "os/sandbox.h"
+#include "os/sandbox_internal.h"
 #include "core/buf.h"
 #include "core/forge.h"
 
@@ -286,17 +287,6 @@ jv sandbox_deps_lent(const char *root)
 	return out;
 }
 
-/* The value of name in env (borrowed), or NULL. */
-static const char *env_get(char *const *env, const char *name)
-{
-	size_t n = strlen(name);
-
-	for (size_t i = 0; env && env[i]; i++)
-		if (!strncmp(env[i], name, n) && env[i][n] == '=')
-			return env[i] + n + 1;
-	return NULL;
-}
-
 char **sandbox_deps_env(const struct sandbox_deps *d, char **env, bool view)
 {
 	const struct sandbox_lend *venv = NULL, *node = NULL;
@@ -313,8 +303,8 @@ char **sandbox_deps_env(const struct sandbox_deps *d, char **env, bool view)
 	}
 	if (!venv && !node)
 		return env;
-	old_path = env_get(env, "PATH");
-	old_node = env_get(env, "NODE_PATH");
+	old_path = sandbox_env_value(env, "PATH");
+	old_node = sandbox_env_value(env, "NODE_PATH");
 	buf_adds(&path, "PATH=");
 	if (venv)
 		buf_addf(&path, "%s/bin:", venv->src);

@@ -4,6 +4,7 @@
  * mount namespace.  See sandbox_walls_build() in sandbox.h.
  */
 #include "os/sandbox.h"
+#include "os/sandbox_internal.h"
 #include "core/buf.h"
 #include "core/forge.h"
 #include "os/nsview.h"
@@ -500,18 +501,6 @@ static const char *const guard_xdg[] = {
 	"XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", NULL,
 };
 
-/* The value of NAME in env, or NULL. */
-static const char *env_value(char *const *env, const char *name)
-{
-	size_t n = strlen(name);
-	const char *val = NULL;
-
-	for (size_t i = 0; env && env[i]; i++)
-		if (!strncmp(env[i], name, n) && env[i][n] == '=')
-			val = env[i] + n + 1;
-	return val;
-}
-
 /* What the guard is built from, as one string, each value after its
  * length (the parents by their text: a command's temp dir is new each
  * time, its parent is not). */
@@ -527,7 +516,7 @@ static char *guard_key(const struct sandbox_cmd *cmd, char *const *env)
 
 	buf_addf(&b, "uid=%u", (unsigned)getuid());
 	for (size_t i = 0; names[i]; i++) {
-		const char *v = env_value(env, names[i]);
+		const char *v = sandbox_env_value(env, names[i]);
 		if (v)
 			buf_addf(&b, " %s=%zu:%s", names[i], strlen(v), v);
 	}
@@ -559,13 +548,13 @@ static void guard_build(struct guard *g, const struct sandbox_cmd *cmd, char *co
 	for (size_t i = 0; temps[i]; i++)
 		guard_add(g, temps[i], "a temporary directory or a parent of one", false);
 	guard_add(g, cmd->tmp, "a temporary directory or a parent of one", true);
-	guard_add(g, env_value(env, "HOME"), "the home directory or a parent of it", false);
+	guard_add(g, sandbox_env_value(env, "HOME"), "the home directory or a parent of it", false);
 	guard_add(g, pw ? pw->pw_dir : NULL, "the home directory or a parent of it", false);
 	for (size_t i = 0; guard_xdg[i]; i++)
-		guard_add(g, env_value(env, guard_xdg[i]), "holds the user's configuration or data", false);
-	guard_add(g, env_value(env, "FORGE_DB"), "holds the Forge database", true);
-	guard_add(g, env_value(env, "XDG_RUNTIME_DIR"), "holds the user's sockets", false);
-	guard_add(g, env_value(env, "TMPDIR"), "a temporary directory or a parent of one", false);
+		guard_add(g, sandbox_env_value(env, guard_xdg[i]), "holds the user's configuration or data", false);
+	guard_add(g, sandbox_env_value(env, "FORGE_DB"), "holds the Forge database", true);
+	guard_add(g, sandbox_env_value(env, "XDG_RUNTIME_DIR"), "holds the user's sockets", false);
+	guard_add(g, sandbox_env_value(env, "TMPDIR"), "a temporary directory or a parent of one", false);
 	guard_add(g, cmd->root, "a parent of the repository", true);
 }
 

@@ -37,6 +37,14 @@ struct tap {
 	/* node's trailer */
 	long trailer[6];             /* tests pass fail cancelled skipped todo */
 	bool has_trailer[6];
+	/* A test point counted through its subtests waits for its YAML,
+	 * which says "type: 'suite'" for a describe(): node's trailer counts
+	 * a test() with subtests as a test of its own, a suite not ("#
+	 * suites"); the leaves are what is counted here, as node's JUnit
+	 * reporter counts them. */
+	int parent_st;               /* its status (enum tc_status), or -1 */
+	size_t parent_indent;
+	long parents[3];             /* the parent tests: passed, failed, skipped */
 	bool bailed;
 };
 
@@ -381,6 +389,8 @@ static bool test_point(struct tap *t, const char *s, size_t n, size_t indent)
 		buf_release(&desc);
 		if (children_failed)
 			t->child_failed[depth] = true;
+		t->parent_st = (int)st;
+		t->parent_indent = indent;
 		return true;   /* counted through its subtests */
 	}
 	/* the name: enclosing subtests, then the description */
@@ -404,6 +414,32 @@ static bool test_point(struct tap *t, const char *s, size_t n, size_t indent)
 	return true;
 }
 
+/* The parent test point waiting (t->parent_st) is a test of node's
+ * trailer unless its YAML said it is a suite. */
+static void parent_done(struct tap *t, bool suite)
+{
+	if (t->parent_st >= 0 && !suite)
+		t->parents[t->parent_st == TC_PASS ? 0 : t->parent_st == TC_FAIL ? 1 : 2]++;
+	t->parent_st = -1;
+}
+
+/* yaml holds a line "type: 'suite'" (node's describe()). */
+static bool yaml_suite(const char *yaml, size_t len)
+{
+	struct tr_lines it;
+	const char *line;
+	size_t n;
+
+	tr_lines_init(&it, yaml, len);
+	while (tr_next_line(&it, &line, &n)) {
+		while (n && (line[n - 1] == ' ' || line[n - 1] == '\r'))
+			n--;
+		if ((n == 13 && !memcmp(line, "type: 'suite'", 13)) || (n == 11 && !memcmp(line, "type: suite", 11)))
+			return true;
+	}
+	return false;
+}
+
 static void trailer(struct tap *t, const char *s, size_t n)
 {
 	static const char *const keys[] = { "tests ", "pass ", "fail ", "cancelled ", "skipped ", "todo " };
@@ -425,7 +461,7 @@ static void trailer(struct tap *t, const char *s, size_t n)
 
 int tap_parse(struct testrun *out, const char *text, size_t len)
 {
-	struct tap t = { .r = out, .last = -1 };
+	struct tap t = { .r = out, .last = -1, .parent_st = -1 };
 	struct tr_lines it;
 	const char *line;
 	size_t n;
@@ -439,8 +475,12 @@ int tap_parse(struct testrun *out, const char *text, size_t len)
 		while (sn && s[sn - 1] == ' ')
 			sn--;
 
-		/* a YAML block under the last test point */
-		if (t.last >= 0 && sn == 3 && memcmp(s, "---", 3) == 0 && indent > t.last_indent) {
+		bool yaml_start = sn == 3 && memcmp(s, "---", 3) == 0;
+		if (t.parent_st >= 0 && !(yaml_start && indent > t.parent_indent))
+			parent_done(&t, false);
+		/* a YAML block under the last test point, or under a parent's */
+		if ((t.last >= 0 || t.parent_st >= 0) && yaml_start &&
+		    indent > (t.last >= 0 ? t.last_indent : t.parent_indent)) {
 			size_t yindent = indent;
 			buf_reset(&yaml);
 			while (tr_next_line(&it, &line, &n)) {
@@ -454,6 +494,10 @@ int tap_parse(struct testrun *out, const char *text, size_t len)
 						buf_add(&yaml, line + yindent, n - yindent);
 					buf_addch(&yaml, '\n');
 				}
+			}
+			if (t.parent_st >= 0) {
+				parent_done(&t, yaml_suite(yaml.buf, yaml.len));
+				continue;
 			}
 			struct testcase *c = &out->cases[t.last];
 			if (c->status != TC_PASS)
@@ -543,6 +587,7 @@ int tap_parse(struct testrun *out, const char *text, size_t len)
 		}
 		/* any other line: not TAP; it does not end a test point's diagnostics */
 	}
+	parent_done(&t, false);
 	close_doc(&t);
 	buf_release(&yaml);
 	for (size_t d = 0; d < TAP_MAX_DEPTH + 1; d++)
@@ -589,10 +634,18 @@ int tap_parse(struct testrun *out, const char *text, size_t len)
 		long synthetic = 0;
 		for (size_t i = 0; i < out->ncases; i++)
 			synthetic += out->cases[i].synthetic;
-		out->total = t.trailer[0] + synthetic;
-		out->passed = t.trailer[1];
-		out->failed = t.trailer[2] + t.trailer[3] + synthetic;
-		out->skipped = t.trailer[4] + t.trailer[5];
+		/* node counts a test() with subtests and its subtests too (#
+		 * tests 4, # fail 2 for one failing leaf of three): its leaves
+		 * are counted, as the failures list them (before: "2 of 4
+		 * failed (1 real, 0 environment)") */
+		long tests = t.parents[0] + t.parents[1] + t.parents[2];
+		if (tests > t.trailer[0] || t.parents[0] > t.trailer[1] ||
+		    t.parents[1] > t.trailer[2] + t.trailer[3] || t.parents[2] > t.trailer[4] + t.trailer[5])
+			tests = t.parents[0] = t.parents[1] = t.parents[2] = 0;   /* not node's counting */
+		out->total = t.trailer[0] - tests + synthetic;
+		out->passed = t.trailer[1] - t.parents[0];
+		out->failed = t.trailer[2] + t.trailer[3] - t.parents[1] + synthetic;
+		out->skipped = t.trailer[4] + t.trailer[5] - t.parents[2];
 		snprintf(out->format, sizeof out->format, "node");
 	}
 	return 1;

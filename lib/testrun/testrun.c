@@ -544,7 +544,33 @@ enum sig_shape {
 	                      alone ("File size limit exceeded"), or an SIG_OS_ERROR */
 	SIG_ANYWHERE,      /* shaped by itself ("connect ECONNREFUSED", "(os error 2)") */
 	SIG_WHOLE,         /* the runner's own failure only (a collection error) */
+	SIG_MAKE_EXEC,     /* make running a recipe's program itself, without a shell:
+			      "make: go: No such file or directory", with its
+			      "Error 127" line */
+	SIG_MAKE_127,      /* make's report of a recipe that exited 127, a program the
+			      shell did not find: "make: *** [Makefile:2: test] Error 127" */
 };
+
+/* The length of make's "make: " or "make[2]: " (any program word ending in
+ * make: gmake, /usr/bin/make) that starts the line s[0..n), or 0. */
+static size_t make_prefix(const char *s, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && (isalnum((unsigned char)s[i]) || strchr("_./+-", s[i])))
+		i++;
+	if (i < 4 || memcmp(s + i - 4, "make", 4) != 0)
+		return 0;
+	if (i < n && s[i] == '[') {
+		size_t j = i + 1;
+		while (j < n && isdigit((unsigned char)s[j]))
+			j++;
+		if (j == i + 1 || j >= n || s[j] != ']')
+			return 0;
+		i = j + 1;
+	}
+	return i + 1 < n && s[i] == ':' && s[i + 1] == ' ' ? i + 2 : 0;
+}
 
 /* "prog: …" or "/a/b.bats: line 3: …": the line starts with a program or
  * path word and a colon, as a shell, a loader or a tool prints its
@@ -619,6 +645,26 @@ static bool sig_in_line(const char *s, size_t n, const char *needle, enum sig_sh
 		return signal_line(s, n, needle) || os_error_in(s, n, hit, needle);
 	case SIG_OS_ERROR:
 		return os_error_in(s, n, hit, needle);
+	case SIG_MAKE_EXEC: {
+		/* "make: WORD: No such file or directory", WORD one word */
+		size_t at = make_prefix(s, n);
+		while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+			n--;
+		if (!at || n < at + nlen + 1 || memcmp(s + n - nlen, needle, nlen) != 0)
+			return false;
+		for (size_t i = at; i < n - nlen; i++)
+			if (s[i] == ' ' || s[i] == '\'' || s[i] == '"' || s[i] == ':')
+				return false;
+		return true;
+	}
+	case SIG_MAKE_127: {
+		/* "make: *** [Makefile:2: test] Error 127" (not "… (ignored)") */
+		size_t at = make_prefix(s, n);
+		while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+			n--;
+		return at && tr_prefix(s + at, n - at, "*** [") && n >= nlen &&
+		       memcmp(s + n - nlen, needle, nlen) == 0;
+	}
 	case SIG_ANYWHERE:
 	case SIG_WHOLE:
 		return true;
@@ -642,6 +688,11 @@ const char *testrun_env_signature(const char *text, size_t len, bool whole)
 		{ "command not found", "command not found", SIG_PROGRAM_END },
 		{ ": not found", "command not found", SIG_PROGRAM_END },
 		{ "No such file or directory (os error 2)", "missing program", SIG_ANYWHERE },
+		/* make runs a recipe without a shell when it can: the program
+		 * missing is then make's own line, and the recipe's status 127
+		 * (before: a real failure, the tests not run taken for failing) */
+		{ ": No such file or directory", "missing program", SIG_MAKE_EXEC },
+		{ "] Error 127", "command not found", SIG_MAKE_127 },
 		{ "error while loading shared libraries", "missing shared library", SIG_OS_ERROR },
 		{ "cannot open shared object file", "missing shared library", SIG_OS_ERROR },
 		{ "Could not resolve host", "network unavailable", SIG_OS_ERROR },
@@ -692,6 +743,10 @@ const char *testrun_env_signature(const char *text, size_t len, bool whole)
 		return NULL;
 	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
 		if ((sigs[i].shape == SIG_WHOLE && !whole) || !tr_find(text, len, sigs[i].needle))
+			continue;
+		/* (make's own "make: nosuch: No such file or directory" for a
+		 * -f file it cannot read is not a program run) */
+		if (sigs[i].shape == SIG_MAKE_EXEC && !tr_find(text, len, "] Error 127"))
 			continue;
 		tr_lines_init(&it, text, len);
 		while (tr_next_line(&it, &line, &n))

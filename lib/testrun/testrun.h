@@ -167,7 +167,9 @@ char *testrun_rerun_command(size_t *taken, const char *command, const char *cons
  * OS says so, in English (forge-test runs its command with messages
  * untranslated: sandbox_env_untranslated), in the shape they give it (a
  * line "sh: 1: x: not found", "[Errno 111] Connection refused", "… (os
- * error 28)"), not text anywhere in a test's output.  whole: text is the
+ * error 28)", make's "make: x: No such file or directory" for a recipe's
+ * program it ran itself and "make: *** [Makefile:2: test] Error 127"), not
+ * text anywhere in a test's output.  whole: text is the
  * runner's own failure (the whole command's output, a collection or setup
  * error), where a missing module, package or header counts too.
  * Returns a short description of the signature found, or NULL.  Static

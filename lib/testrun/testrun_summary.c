@@ -899,6 +899,8 @@ int testrun_parse_node_spec(struct testrun *out, const char *text, size_t len)
 	 * one is the suite's, not a failing test of its own */
 	struct { const char *name; size_t len, indent; } suites[32];
 	size_t nsuites = 0;
+	long closed = 0, suites_n = 0;   /* the "▶" closed; "ℹ suites N" */
+	bool have_suites = false;
 
 	tr_lines_init(&it, text, len);
 	while (tr_next_line(&it, &line, &n)) {
@@ -936,6 +938,7 @@ int testrun_parse_node_spec(struct testrun *out, const char *text, size_t len)
 			if (nsuites && suites[nsuites - 1].indent == indent && suites[nsuites - 1].len == nn &&
 			    !memcmp(suites[nsuites - 1].name, name, nn)) {
 				nsuites--;
+				closed++;
 				collecting = NULL;
 				continue;
 			}
@@ -947,8 +950,19 @@ int testrun_parse_node_spec(struct testrun *out, const char *text, size_t len)
 			/* (a suite that passed closes too) */
 			if (tr_prefix(s, sn, "✔ ") && nsuites && suites[nsuites - 1].indent == indent &&
 			    sn - strlen("✔ ") >= suites[nsuites - 1].len &&
-			    !memcmp(suites[nsuites - 1].name, s + strlen("✔ "), suites[nsuites - 1].len))
+			    !memcmp(suites[nsuites - 1].name, s + strlen("✔ "), suites[nsuites - 1].len)) {
 				nsuites--;
+				closed++;
+			}
+			if (tr_prefix(s, sn, "ℹ suites ")) {
+				const char *p = s + strlen("ℹ suites ");
+				size_t left = sn - strlen("ℹ suites ");
+				long v0;
+				if (tr_number(&p, &left, &v0)) {
+					suites_n += v0;
+					have_suites = true;
+				}
+			}
 			collecting = NULL;
 			continue;
 		}
@@ -972,11 +986,22 @@ int testrun_parse_node_spec(struct testrun *out, const char *text, size_t len)
 		testrun_release(out);
 		return 0;
 	}
-	/* parents are listed too: keep failing leaves (those named before a
-	 * later failing line that encloses them is unknown here, keep all) */
-	out->total = v[0];
-	out->passed = v[1];
-	out->failed = v[2] + v[3];
+	/* Node counts a test() with subtests as a test of its own ("▶
+	 * parent" ... "✖ parent"), a describe() suite not ("ℹ suites"); the
+	 * leaves are counted, as the failing ones are listed (before: "2 of 4
+	 * failed (1 real, 0 environment)" for one failing leaf of three).  The
+	 * parents that failed are node's failures less the failing leaves. */
+	long parents = closed - (have_suites ? suites_n : 0), leaves_failed = 0;
+	for (size_t i = 0; i < out->ncases; i++)
+		leaves_failed += out->cases[i].status == TC_FAIL;
+	long parents_failed = v[2] + v[3] - leaves_failed;
+	if (parents_failed > parents)
+		parents_failed = parents;
+	if (parents < 0 || parents > v[0] || parents_failed < 0 || parents - parents_failed > v[1])
+		parents = parents_failed = 0;   /* not node's counting (a cut output) */
+	out->total = v[0] - parents;
+	out->passed = v[1] - (parents - parents_failed);
+	out->failed = v[2] + v[3] - parents_failed;
 	out->skipped = v[4] + v[5];
 	snprintf(out->format, sizeof out->format, "node");
 	return 1;

@@ -6,6 +6,7 @@
 #include "llm/llm.h"
 #include "os/nsview.h"
 #include "os/sandbox.h"
+#include "os/sandbox_internal.h"
 #include "unit.h"
 
 #include <errno.h>
@@ -812,6 +813,27 @@ static void test_features(void)
 	jv_free(f);
 }
 
+/* One lookup for the three files of the sandbox (before: three copies, one
+ * of which took the last of two entries): the whole name, the first entry. */
+static void test_env_value(void)
+{
+	char *env[] = { "PATHX=/nope", "PATH_EXTRA=/no", "HOME=/h", "PATH=/usr/bin", "PATH=/second",
+			"EMPTY=", "=odd", NULL };
+
+	CHECK_STR(sandbox_env_value(env, "PATH"), "/usr/bin");
+	CHECK_STR(sandbox_env_value(env, "PATHX"), "/nope");
+	CHECK_STR(sandbox_env_value(env, "HOME"), "/h");
+	CHECK_STR(sandbox_env_value(env, "EMPTY"), "");
+	CHECK(sandbox_env_value(env, "PAT") == NULL);
+	CHECK(sandbox_env_value(env, "HOMEX") == NULL);
+	CHECK(sandbox_env_value(env, "NODE_PATH") == NULL);
+	CHECK(sandbox_env_value(NULL, "PATH") == NULL);
+
+	char *only_prefix[] = { "PATHX=/nope", NULL };
+
+	CHECK(sandbox_env_value(only_prefix, "PATH") == NULL);
+}
+
 int main(void)
 {
 	setup();
@@ -825,6 +847,7 @@ int main(void)
 	RUN(test_policy_config);
 	RUN(test_policy_from_config);
 	RUN(test_env);
+	RUN(test_env_value);
 	RUN(test_env_untranslated);
 	RUN(test_walls);
 	RUN(test_features);

@@ -208,11 +208,14 @@ static void test_node(void)
 	/* node --test run twice by one command: both trailers counted
 	 * (before: the last one's counts alone) */
 	CHECK(parse_fixture(&r, "node_tap_twice.txt") == 0);
-	COUNTS(r, "node", 16, 6, 6, 4);
+	COUNTS(r, "node", 14, 6, 4, 4);
 	testrun_release(&r);
 
+	/* the leaves, as node's JUnit reporter counts them: its trailer's
+	 * 8 / 3 / 3 / 2 counts "parent", a test() with subtests, besides
+	 * them (before: 3 failed of which 2 were listed) */
 	CHECK(parse_fixture(&r, "node_tap.txt") == 0);
-	COUNTS(r, "node", 8, 3, 3, 2);
+	COUNTS(r, "node", 7, 3, 2, 2);
 	c = testrun_find(&r, "fails");
 	CHECK(c && c->status == TC_FAIL);
 	CHECK_STR(c->file, "/tmp/tstrec/node/test/a.test.js");
@@ -241,7 +244,7 @@ static void test_node(void)
 	testrun_release(&r);
 
 	CHECK(parse_fixture(&r, "npm_test.txt") == 0);
-	COUNTS(r, "node", 8, 3, 3, 2);
+	COUNTS(r, "node", 7, 3, 2, 2);
 	testrun_release(&r);
 
 	/* a describe() suite: its closing "✖ math" is not a failing test of
@@ -253,9 +256,27 @@ static void test_node(void)
 	testrun_release(&r);
 
 	CHECK(parse_fixture(&r, "node_spec.txt") == 0);
-	COUNTS(r, "node", 8, 3, 3, 2);
+	COUNTS(r, "node", 7, 3, 2, 2);
 	c = testrun_find(&r, "fails");
 	CHECK(c && c->file && strcmp(c->file, "/tmp/tstrec/node/test/a.test.js") == 0 && c->line == 4);
+	testrun_release(&r);
+
+	/* one failing subtest of a test(): 3 tests, 1 failed, as listed
+	 * (node says "# tests 4", "# fail 2": the parent besides) */
+	CHECK(parse_fixture(&r, "node_tap_subtest.txt") == 0);
+	COUNTS(r, "node", 3, 2, 1, 0);
+	CHECK_INT(r.ncases, 3);
+	CHECK(testrun_find(&r, "parent > child bad")->status == TC_FAIL);
+	testrun_release(&r);
+	CHECK(parse_fixture(&r, "node_spec_subtest.txt") == 0);
+	COUNTS(r, "node", 3, 2, 1, 0);
+	testrun_release(&r);
+	/* and among a describe() suite's, which node does not count */
+	CHECK(parse_fixture(&r, "node_tap_subtests_suite.txt") == 0);
+	COUNTS(r, "node", 5, 2, 3, 0);
+	testrun_release(&r);
+	CHECK(parse_fixture(&r, "node_spec_subtests_suite.txt") == 0);
+	COUNTS(r, "node", 5, 2, 3, 0);
 	testrun_release(&r);
 
 	CHECK(parse_fixture(&r, "node_junit.xml") == 0);
@@ -556,6 +577,21 @@ static void test_env_signatures(void)
 	};
 	for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
 		CHECK(testrun_env_signature(own[i], strlen(own[i]), false) == NULL);
+	/* make running a recipe's program without a shell, and its Error 127;
+	 * not make's own -f file it cannot read, nor a test's missing file */
+	const char *mk = "go test ./...\nmake: go: No such file or directory\nmake: *** [Makefile:2: test] Error 127\n";
+	const char *mk1 = "make[1]: ./run: No such file or directory\nmake[1]: *** [t.mk:2: all] Error 127\n";
+	const char *mk127 = "make: *** [Makefile:2: test] Error 127\n";
+	const char *mkf = "make: nosuch: No such file or directory\nmake: *** No rule to make target 'nosuch'.  Stop.\n";
+	const char *cat = "cat: data.txt: No such file or directory\nmake: *** [Makefile:2: test] Error 1\n";
+	const char *ign = "make: [Makefile:2: test] Error 127 (ignored)\n";
+
+	CHECK_STR(testrun_env_signature(mk, strlen(mk), false), "missing program");
+	CHECK_STR(testrun_env_signature(mk1, strlen(mk1), false), "missing program");
+	CHECK_STR(testrun_env_signature(mk127, strlen(mk127), false), "command not found");
+	CHECK(testrun_env_signature(mkf, strlen(mkf), true) == NULL);
+	CHECK(testrun_env_signature(cat, strlen(cat), true) == NULL);
+	CHECK(testrun_env_signature(ign, strlen(ign), true) == NULL);
 	const char *ro = "ld: cannot open output file calc: Read-only file system\n";
 	const char *nproc = "sh: 1: Cannot fork\n";
 	CHECK_STR(testrun_env_signature(ro, strlen(ro), false), "read-only file system");
