@@ -443,8 +443,15 @@ static double error_rate(struct sup *s, long *calls)
 	int64_t from = now_ms() - (int64_t)(window * 1000);
 
 	/* (the calls of an attempt before this resume are not this one's: a
-	 * resume after the breaker tripped tripped again at once) */
-	timestamp_format(since, from > s->began_ms ? from : s->began_ms);
+	 * resume after the breaker tripped tripped again at once; nor are
+	 * those of a phase that has since ended ok: it got past its errors,
+	 * and a stop before the next phase left a resume that went on with
+	 * nothing changed) */
+	if (from < s->began_ms)
+		from = s->began_ms;
+	if (from < s->tools_from_ms)
+		from = s->tools_from_ms;
+	timestamp_format(since, from);
 	if (store_tool_outcomes(calls, &failed, s->o->store, s->trace, since) < 0)
 		return -1;
 	return *calls ? (double)failed / (double)*calls : 0;

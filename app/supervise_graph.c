@@ -1304,6 +1304,8 @@ static void record_end(struct gx *x, struct job *j, char *conflict, size_t len)
 		return;
 	}
 	set_run(x, j->node, "status", jv_string(j->outcome));
+	if (nd->phase && strcmp(j->outcome, "ok") == 0)
+		s->tools_from_ms = now_ms();    /* (sup_breaker's error rate) */
 	/* A phase's result is a gate's to look at before the next nodes start (results_to_gate). */
 	if (nd->phase)
 		set_run(x, j->node, "gated", jv_bool(strcmp(j->outcome, "ok") != 0));

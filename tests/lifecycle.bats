@@ -918,6 +918,51 @@ hang_implement() {
 	[ "$(forge status --json "$T" | jq -r .run.status)" = completed ]
 }
 
+@test "tool calls cut at llm.max_tokens are no tool errors: the run's error-rate breaker does not stop it, the model is told the limit (both providers)" {
+	# (before: three cut calls tripped the error_rate breaker right after
+	# implement ended ok, exit 3, and a plain resume then completed the run)
+	use_mock
+	cut='{"tool_calls":[{"name":"write_file","arguments":"{\"path\":\"calc.c\",\"content\":\"int"}],"stop_reason":"max_tokens"}'
+	for prov in anthropic openai; do
+		url=$MOCK_URL
+		[ $prov = openai ] && url=$MOCK_URL/v1
+		script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" --argjson c "$cut" '$p + [$c, $c, $c] + $i')"
+		AFTER=$(last_seq)
+		FORGE_PROVIDER=$prov FORGE_BASE_URL=$url OPENAI_API_KEY=test-key \
+			run -0 --separate-stderr forge run -q "add a mul operation" </dev/null
+		T=$(last_trace)
+		[ "$(forge status --json "$T" | jq -r .run.status)" = completed ]
+		[ -z "$(events_of "$T" breaker.tripped)" ]
+		[ -z "$(events_of "$T" tool.failed)" ]
+		run -0 events_of "$T" tool.cut
+		[ "${#lines[@]}" -eq 3 ]
+		jq -e '.tool == "write_file" and .max_tokens == 8192' <<<"${lines[0]}"
+		# the model is told its call was cut at that limit, and to make smaller calls
+		curl -sS -f "$MOCK_URL/_mock/requests" | jq -e --argjson after "$AFTER" '[.[] | select(.seq > $after) |
+			.body.messages | tostring | select(test("write_file: your answer reached the limit of 8192 output tokens.*Make the change in smaller calls"))] | length >= 3'
+	done
+}
+
+@test "tool errors of a phase that ended ok do not stop the run before the next phase (the error-rate breaker)" {
+	# (before: implement's failed reads tripped the run's breaker once
+	# implement had finished ok, exit 3; a resume, which does not count
+	# them, went on with nothing changed)
+	use_mock
+	# (each failed call's reflection asks the model too: the text step)
+	miss='[{"tool_calls":[{"name":"read_file","input":{"path":"a.c"}}]}, {"text":"noted"},
+	       {"tool_calls":[{"name":"read_file","input":{"path":"b.c"}}]}, {"text":"noted"},
+	       {"tool_calls":[{"name":"read_file","input":{"path":"c.c"}}]}, {"text":"noted"}]'
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" --argjson m "$miss" '$p + $m + $i')"
+	run -0 --separate-stderr forge run -q "add a mul operation" </dev/null
+	T=$(last_trace)
+	[ "$(forge status --json "$T" | jq -r .run.status)" = completed ]
+	[ -z "$(events_of "$T" breaker.tripped)" ]
+	# (over the run's limit of 25%: the breaker's to judge had implement not ended ok)
+	failed=$(events_of "$T" tool.failed | wc -l)
+	ran=$(events_of "$T" tool.executed | wc -l)
+	[ "$failed" -ge 3 ] && [ $((failed * 4)) -ge $((failed + ran)) ]
+}
+
 # plan_cut STEP: forge-plan's first call, answered by STEP, stalls forever
 # after its pause_after events (the pause_file is never made): only the
 # phase's time limit (safety.time_s.plan, 2 s) ends it.

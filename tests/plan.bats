@@ -265,13 +265,14 @@ tool_result() {
 		cas=$BATS_TEST_TMPDIR/cut-$prov.jsonl
 		FORGE_PROVIDER=$prov FORGE_BASE_URL=$url OPENAI_API_KEY=test-key FORGE_RECORD=$cas \
 			run -0 --separate-stderr forge-plan --task "add a mul operation"
-		recorded=$(jq -c 'select(.type == "tool.failed") | .payload.error' <<<"$output")
-		[[ $recorded == *"reached the limit"* ]]
+		recorded=$(jq -c 'select(.type == "tool.cut") | .payload' <<<"$output")
+		[ -n "$recorded" ]
+		jq -e '.tool == "write_file" and .max_tokens == 8192 and (.error | type) == "string"' <<<"$recorded"
 		# (before: the call ran with {}, "path is missing", and the next
 		# request was not the recorded one: exit 5)
 		FORGE_PROVIDER=replay FORGE_CASSETTE=$cas FORGE_CASSETTE_MODE=strict \
 			run -0 --separate-stderr forge-plan --task "add a mul operation"
-		[ "$(jq -c 'select(.type == "tool.failed") | .payload.error' <<<"$output")" = "$recorded" ]
+		[ "$(jq -c 'select(.type == "tool.cut") | .payload' <<<"$output")" = "$recorded" ]
 	done
 	# (before: "the model could not be reached")
 	FORGE_PROVIDER=replay FORGE_CASSETTE=$cas FORGE_CASSETTE_MODE=strict \

@@ -369,22 +369,41 @@ static void refuse_input(struct agent *a, const struct llm_tool_call *call, char
 	outcome_release(&o);	/* a slip of the model's, no lesson: not reflected on */
 }
 
-/* A call whose arguments were not a JSON object: the model is told, as for
- * input that fails the tool's schema. */
-static void bad_arguments(struct agent *a, const struct llm_tool_call *call, bool cut, struct call_window *w)
+/* A call whose arguments were not a JSON object (a model's slip): the
+ * model is told, as for input that fails the tool's schema. */
+static void bad_arguments(struct agent *a, const struct llm_tool_call *call, struct call_window *w)
 {
 	struct buf b = BUF_INIT;
 
-	/* Cut by the token limit: the same call again would be cut again. */
-	if (cut)
-		buf_addf(&b, "%s: your answer reached the limit of %d output tokens before this call's "
-			 "arguments were complete (%s); nothing was done.  Make the change in smaller calls: "
-			 "edit_file on a part of the file, or a shorter text", call->name,
-			 a->cfg->max_tokens > 0 ? a->cfg->max_tokens : 8192, call->input_error);
-	else
-		buf_addf(&b, "%s: %s; call it again with the arguments as one JSON object matching its schema",
-			 call->name, call->input_error);
+	buf_addf(&b, "%s: %s; call it again with the arguments as one JSON object matching its schema",
+		 call->name, call->input_error);
 	refuse_input(a, call, buf_detach(&b, NULL), call->input_error, w);
+}
+
+/*
+ * A call cut by the answer's token limit before its arguments were whole:
+ * nothing runs, the model is told to make the change in smaller calls (the
+ * same call again would be cut again), and a tool.cut event says so.  The
+ * limit is forge's own (llm.max_tokens, or the room the window left), not
+ * a tool that failed: it is no tool call and no tool error, so the
+ * error-rate breakers do not count it (before: three cut calls tripped
+ * the run's breaker after implement had finished ok, and a resume went on
+ * with nothing changed).  A loop of cut answers ends as stagnation, saying
+ * to raise llm.max_tokens.
+ */
+static void cut_call(struct agent *a, const struct llm_tool_call *call)
+{
+	struct buf b = BUF_INIT;
+
+	buf_addf(&b, "%s: your answer reached the limit of %d output tokens before this call's "
+		 "arguments were complete (%s); nothing was done.  Make the change in smaller calls: "
+		 "edit_file on a part of the file, or a shorter text", call->name, a->answer_tokens,
+		 call->input_error);
+	emit(a, "tool.cut", json_set(json_set(json_set(jv_object(), "tool", jv_string(call->name)),
+					      "max_tokens", jv_number(a->answer_tokens)),
+				     "error", jv_string(call->input_error)));
+	a->messages = jv_array_append(a->messages, llm_msg_tool_result(call->id, b.buf, true));
+	buf_release(&b);
 }
 
 /*
@@ -502,7 +521,10 @@ static enum turn act(struct agent *a, const struct llm_response *resp, struct ca
 		const struct llm_tool_call *call = &resp->calls[i];
 
 		if (call->input_error) {
-			bad_arguments(a, call, resp->stop == LLM_STOP_MAX_TOKENS, w);
+			if (resp->stop == LLM_STOP_MAX_TOKENS)
+				cut_call(a, call);
+			else
+				bad_arguments(a, call, w);
 			failed = true;
 			continue;
 		}
@@ -649,7 +671,7 @@ static int reason(struct agent *a, struct llm_response *resp)
 		req.messages = jv_copy(a->messages);
 		req.tools = jv_copy(a->tools);
 		req.tool_choice = LLM_TOOL_ANY;
-		req.max_tokens = agent_answer_room(a);
+		req.max_tokens = a->answer_tokens = agent_answer_room(a);
 		req.temperature = a->cfg->temperature;
 		/* (each turn sends this one's prefix again: read from the
 		 * provider's prompt cache at a tenth of the input price) */

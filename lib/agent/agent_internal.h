@@ -32,6 +32,7 @@ struct agent {
 	long long start_ms;
 	double reflect_spent;       /* USD spent on reflection */
 	int fast_calls;             /* calls made on the fast client */
+	int answer_tokens;          /* the max_tokens the last request asked for */
 };
 
 /* The time (ms) left before the phase's or the run's time limit, the
