@@ -808,6 +808,18 @@ static void warn_once(void *payload, const char *msg)
 	free(shown);
 }
 
+/* A model call waits to be made again (llm_options' on_retry): an
+ * llm.retry event, which the supervisor's view shows (before: the run sat
+ * silent through waits of up to llm.retry_max_delay_s a retry). */
+static void retry_event(void *payload, const struct llm_retry *r)
+{
+	jv p = json_set(json_set(jv_object(), "attempt", jv_number(r->attempt)), "max_attempts",
+			jv_number(r->max_attempts));
+
+	p = json_set(json_set(p, "status", jv_number((double)r->status)), "wait_s", jv_number(r->wait_s));
+	phase_emit(payload, "llm.retry", json_set(p, "reason", jv_string(r->reason)));
+}
+
 int phase_llm(struct llm_client **out, struct phase *ph, bool fast)
 {
 	struct llm_options opt;
@@ -823,6 +835,8 @@ int phase_llm(struct llm_client **out, struct phase *ph, bool fast)
 	opt.trace_id = ph->out.trace_id;
 	opt.warn = warn_once;
 	opt.warn_payload = ph;
+	opt.on_retry = retry_event;
+	opt.on_retry_payload = ph;
 	/* no model call once nothing the phase does can be delivered */
 	opt.before_call = output_gone_before_call;
 	opt.before_call_payload = ph;

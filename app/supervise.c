@@ -847,13 +847,32 @@ int sup_bounce_stopped(struct sup *s, enum gate_outcome h)
 
 /* ---- running a phase ----------------------------------------------------- */
 
-/* The progress line of an event of type (its payload borrowed). */
-static void show(struct sup *s, const char *type, jv payload)
+/* A model call's retry (an llm.retry event's payload, borrowed), as the
+ * run's view shows it: "implement: provider overloaded (529), retrying in
+ * 4 s (attempt 2 of 3)". */
+static void show_retry(const char *phase, jv p)
+{
+	const char *reason = json_get_str(p, "reason");
+	double status = json_get_num(p, "status", 0), wait = json_get_num(p, "wait_s", 0);
+	char code[32] = "";
+
+	if (status > 0)
+		snprintf(code, sizeof code, " (%.0f)", status);
+	fprintf(stderr, "    %s%s%s%s, retrying in %.*f s (attempt %.0f of %.0f)\n", phase ? phase : "",
+		phase ? ": " : "", reason ? reason : "the call failed", code, wait < 10 && wait != floor(wait) ? 1 : 0,
+		wait, json_get_num(p, "attempt", 0), json_get_num(p, "max_attempts", 0));
+}
+
+/* The progress line of an event of type (its payload borrowed) from phase
+ * (NULL: unsaid). */
+static void show(struct sup *s, const char *phase, const char *type, jv payload)
 {
 	if (!type || !s->o->progress)
 		return;
 	term_status_clear();
-	if (strcmp(type, "tool.executed") == 0 || strcmp(type, "tool.failed") == 0) {
+	if (strcmp(type, "llm.retry") == 0) {
+		show_retry(phase, payload);
+	} else if (strcmp(type, "tool.executed") == 0 || strcmp(type, "tool.failed") == 0) {
 		s->tools_run++;
 		fprintf(stderr, "    %s %s\n", strcmp(type, "tool.failed") == 0 ? "✗" : "·",
 			json_get_str(payload, "tool") ? json_get_str(payload, "tool") : "tool");
@@ -867,7 +886,7 @@ void sup_show_event(struct sup *s, jv ev)
 {
 	jv payload = json_get(ev, "payload");
 
-	show(s, json_get_str(ev, "type"), payload);
+	show(s, json_get_str(ev, "phase"), json_get_str(ev, "type"), payload);
 	jv_free(payload);
 }
 
@@ -879,11 +898,17 @@ void sup_show_scanned(struct sup *s, const struct json_event *ev)
 		return;
 	memcpy(type, ev->type, ev->type_len);
 	type[ev->type_len] = '\0';
-	/* only a tool's line says more than the type: its payload alone is parsed */
-	jv payload = strncmp(type, "tool.", 5) == 0 && ev->payload ? json_parse(ev->payload, ev->payload_len)
-								       : jv_null();
+	/* only a tool's line and a retry's say more than the type: their
+	 * payloads alone are parsed */
+	bool said = strncmp(type, "tool.", 5) == 0 || strcmp(type, "llm.retry") == 0;
+	jv payload = said && ev->payload ? json_parse(ev->payload, ev->payload_len) : jv_null();
+	char phase[64] = "";
 
-	show(s, type, payload);
+	if (ev->phase && ev->phase_kind == JSON_SCAN_STRING && ev->phase_len < sizeof phase) {
+		memcpy(phase, ev->phase, ev->phase_len);
+		phase[ev->phase_len] = '\0';
+	}
+	show(s, *phase ? phase : NULL, type, payload);
 	jv_free(payload);
 }
 

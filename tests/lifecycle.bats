@@ -963,6 +963,25 @@ hang_implement() {
 	[ "$failed" -ge 3 ] && [ $((failed * 4)) -ge $((failed + ran)) ]
 }
 
+@test "a model call that waits to be retried says so: an llm.retry event, and a line in forge run's view (not with -q)" {
+	# (before: the run sat silent through each wait, up to llm.retry_max_delay_s)
+	use_mock
+	busy='[{"fault":"rate_limit","retry_after_ms":1500},{"fault":"overloaded","retry_after":"1"}]'
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" --argjson b "$busy" '$p + $b + $i')"
+	run -0 --separate-stderr forge run "add a mul operation" </dev/null
+	T=$(last_trace)
+	run -0 events_of "$T" llm.retry
+	assert_output '{"attempt":2,"max_attempts":3,"status":429,"wait_s":1.5,"reason":"rate limited"}
+{"attempt":3,"max_attempts":3,"status":529,"wait_s":1,"reason":"provider overloaded"}'
+	[[ $stderr == *$'\n'"    implement: rate limited (429), retrying in 1.5 s (attempt 2 of 3)"$'\n'* ]]
+	[[ $stderr == *$'\n'"    implement: provider overloaded (529), retrying in 1 s (attempt 3 of 3)"$'\n'* ]]
+	# -q: no line; the events as before
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" --argjson b "$busy" '$p + $b + $i')"
+	run -0 --separate-stderr forge run -q "add a mul operation" </dev/null
+	[[ $stderr != *retrying* ]]
+	[ "$(events_of "$(last_trace)" llm.retry | wc -l)" -eq 2 ]
+}
+
 # plan_cut STEP: forge-plan's first call, answered by STEP, stalls forever
 # after its pause_after events (the pause_file is never made): only the
 # phase's time limit (safety.time_s.plan, 2 s) ends it.

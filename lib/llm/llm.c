@@ -43,6 +43,9 @@ struct llm_client {
 	void *warn_payload;
 	void (*before_call)(void *payload);
 	void *before_call_payload;
+	void (*on_retry)(void *payload, const struct llm_retry *r);
+	void *on_retry_payload;
+	int max_retries;                   /* llm.max_retries (http.retry's changes in a call) */
 	bool no_temperature;               /* the model refuses a temperature: send none */
 	bool cut_short;                    /* the last call's answer had begun, or its
 					      request had been sent whole, when
@@ -100,6 +103,40 @@ static int pick_provider(const char **out, const struct llm_options *opt)
 	return 0;
 }
 
+/* What a failed attempt that is retried was, in words (static). */
+static const char *retry_reason(long status, bool timed_out)
+{
+	switch (status) {
+	case 0:   return timed_out ? "timed out" : "connection failed";
+	case 408: return "request timed out";
+	case 409: return "conflict";
+	case 429: return "rate limited";
+	case 503: return "provider unavailable";
+	case 529: return "provider overloaded";
+	default:  return status >= 500 ? "provider error" : "refused";
+	}
+}
+
+/* Tell the client's caller that attempt (2, 3, …) comes after seconds. */
+static void say_retry(struct llm_client *c, int attempt, long status, bool timed_out, const char *why,
+		      double seconds)
+{
+	struct llm_retry r = { attempt, c->max_retries + 1, status, seconds,
+			       why ? why : retry_reason(status, timed_out) };
+
+	if (c->on_retry)
+		c->on_retry(c->on_retry_payload, &r);
+}
+
+/* http_retry's on_wait: an HTTP retry of the call (after c->retried
+ * restarts of it). */
+static void retry_waits(void *payload, const struct http_response *r, int retry, double seconds)
+{
+	struct llm_client *c = payload;
+
+	say_retry(c, c->retried + retry + 1, r->status, r->timed_out, NULL, seconds);
+}
+
 static void setup_http(struct llm_client *c, const struct llm_options *opt)
 {
 	struct http_client *h = &c->http;
@@ -114,6 +151,11 @@ static void setup_http(struct llm_client *c, const struct llm_options *opt)
 	h->retry.sleep_fn = opt->sleep_fn;
 	h->retry.rand_fn = opt->rand_fn;
 	h->retry.payload = opt->test_payload;
+	h->retry.on_wait = retry_waits;
+	h->retry.on_wait_payload = c;
+	c->max_retries = h->retry.max_retries;
+	c->on_retry = opt->on_retry;
+	c->on_retry_payload = opt->on_retry_payload;
 }
 
 /* The variable naming a file with provider's key. */
@@ -1146,6 +1188,7 @@ static int call_retrying(struct llm_response *out, struct llm_usage *lost, bool 
 		/* (no asking again that could not begin before the caller's deadline) */
 		if (req->deadline_ms > 0 && (double)monotonic_ms() + wait * 1000 >= (double)req->deadline_ms)
 			break;
+		say_retry(c, retries + 2, 0, false, "the answer broke off", wait);
 		http_retry_sleep(&c->http.retry, wait);
 		llm_response_release(out);
 		llm_response_init(out);

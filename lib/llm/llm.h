@@ -261,6 +261,19 @@ jv llm_response_to_json(const struct llm_response *r);
  * defaults (stop_reason: tool_use when there are tool calls, else end_turn). */
 int llm_response_from_json(struct llm_response *out, jv j);
 
+/* A failed attempt of a call that is about to be made again (llm_options'
+ * on_retry): what failed, and how long the wait before the next attempt. */
+struct llm_retry {
+	int attempt;                   /* the attempt about to be made: 2, 3, … */
+	int max_attempts;              /* llm.max_retries + 1 */
+	long status;                   /* the failed attempt's HTTP status; 0: no answer
+	                                  (a connection failure, a timeout, a stream
+	                                  that broke off) */
+	double wait_s;                 /* the wait before the attempt */
+	const char *reason;            /* what failed, in words: "rate limited",
+	                                  "provider overloaded", … (static) */
+};
+
 /* Options of a client.  Strings are borrowed for the client's lifetime. */
 struct llm_options {
 	const char *provider;          /* NULL: $FORGE_PROVIDER, else "anthropic" with
@@ -302,6 +315,11 @@ struct llm_options {
 	 * (app/phase.h: phase_leave_if_output_gone).  NULL = none. */
 	void (*before_call)(void *payload);
 	void *before_call_payload;
+	/* Called as a failed attempt's retry begins its wait (up to
+	 * llm.retry_max_delay_s): the caller's to show; r borrowed for the
+	 * call.  NULL = none. */
+	void (*on_retry)(void *payload, const struct llm_retry *r);
+	void *on_retry_payload;
 	/* Tests: replace sleeping between retries (seconds) and randomness. */
 	void (*sleep_fn)(void *payload, double seconds);
 	double (*rand_fn)(void *payload);   /* uniform [0,1) */

@@ -636,6 +636,8 @@ int http_send(struct http_response *out, struct http_client *c, const struct htt
 			out->past_deadline = true;
 			break;
 		}
+		if (c->retry.on_wait)
+			c->retry.on_wait(c->retry.on_wait_payload, out, out->retries + 1, wait);
 		do_sleep(&c->retry, wait);
 		out->retries++;
 	}

@@ -116,6 +116,12 @@ struct http_retry {
 	double (*rand_fn)(void *payload);                  /* NULL: random() in [0,1) */
 	time_t (*now_fn)(void *payload);                   /* NULL: time() */
 	void *payload;
+	/* Called as a retry's wait begins (NULL: none): r is the attempt that
+	 * failed (its status 0 when no answer came), retry the retry about to
+	 * be made (1, 2, …), seconds the wait before it.  For the caller to
+	 * say so: the wait is up to max_retry_after long. */
+	void (*on_wait)(void *payload, const struct http_response *r, int retry, double seconds);
+	void *on_wait_payload;
 };
 
 struct http_client {
