@@ -1062,6 +1062,11 @@ void runview_next(struct buf *out, struct buf *why, struct store *st, struct for
 		else
 			buf_adds(why, "first fix what the provider refused (the reason above: the key, the model "
 				 "or the request)");
+	} else if (s == RUN_FAILED && llm_says_passing(json_get_str(run, "error"))) {
+		/* rate limited, overloaded or failing after every retry (llm.c):
+		 * nothing of the user's to fix */
+		buf_addf(out, "forge resume %s", trace);
+		buf_adds(why, "the provider's trouble passes (the reason above): wait a while first");
 	} else if (s == RUN_FAILED && json_get_str(run, "error") &&
 		   strstr(json_get_str(run, "error"), LLM_SAYS_UNPAID)) {
 		/* out of quota or credit (agent.c): every request is refused

@@ -38,6 +38,7 @@
 #include "core/json.h"
 #include "core/secret.h"
 #include "data/config.h"
+#include "llm/llm.h"
 #include "engine/gates.h"
 #include "engine/graph.h"
 #include "os/proc.h"
@@ -288,8 +289,11 @@ static int said_resumable(struct gx *x, size_t i, int code, const char *reason)
 			term_clean_line(why.buf, why.len);
 		}
 	}
-	sup_say("node '%s' failed%s; once what failed is fixed, `forge resume %s` runs it again\n", id,
-		why.len ? why.buf : "", x->s->trace);
+	/* (a provider rate limited or overloaded: nothing of the user's to
+	 * fix, its trouble passes) */
+	sup_say("node '%s' failed%s; %s `forge resume %s` runs it again\n", id, why.len ? why.buf : "",
+		llm_says_passing(reason) ? "the provider's trouble passes: wait a while, then"
+					 : "once what failed is fixed,", x->s->trace);
 	buf_release(&why);
 	return code;
 }

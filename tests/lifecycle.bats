@@ -139,9 +139,10 @@ last_seq() {
 	run -0 forge status --json "$T"
 	jq -e '.run.status == "failed" and .state.phase == "implement" and .state.status == "failed"' <<<"$output"
 	# why it failed, the phase's own words (before: "implement failed" alone)
-	jq -e '.run.error | startswith("implement failed: the model could not be reached")' <<<"$output"
+	# (before: "the model could not be reached", though the provider answered)
+	jq -e '.run.error | startswith("implement failed: the provider failed (500) after 1 attempt: ")' <<<"$output"
 	run -0 forge show "$T"
-	assert_line --regexp "^  [0-9:]{8}  run failed: implement failed: the model could not be reached"
+	assert_line --regexp "^  [0-9:]{8}  run failed: implement failed: the provider failed \(500\) after 1 attempt: "
 	[ "$(calls planner)" -eq 3 ]
 	# the provider is back
 	script "$IMPL"
@@ -204,8 +205,8 @@ PY
 	mkdir -p .forge
 	echo '{"llm": {"max_retries": 0}, "implement": {"validate": false}}' >.forge/config.json
 	run -5 --separate-stderr forge run --auto-approve "tidy calc_add" </dev/null
-	[[ "$stderr" == *"the analysis of the failing tests failed: the model could not be reached"* ]]
-	[[ "$stderr" == *"forge run: node 'test' failed; once what failed is fixed, \`forge resume $(last_trace)\` runs it again"* ]]
+	[[ "$stderr" == *"the analysis of the failing tests failed: the provider failed (500) after 1 attempt: "* ]]
+	[[ "$stderr" == *"forge run: node 'test' failed; the provider's trouble passes: wait a while, then \`forge resume $(last_trace)\` runs it again"* ]]
 	[[ "$stderr" != *"approved (--auto-approve)"* ]]
 	T=$(last_trace)
 	run -0 forge status --json "$T"
@@ -980,6 +981,31 @@ hang_implement() {
 	run -0 --separate-stderr forge run -q "add a mul operation" </dev/null
 	[[ $stderr != *retrying* ]]
 	[ "$(events_of "$(last_trace)" llm.retry | wc -l)" -eq 2 ]
+}
+
+@test "a provider that stays rate limited or overloaded after every retry is said to be so, not 'could not be reached': wait, then resume (both providers)" {
+	use_mock
+	mkdir -p .forge
+	echo '{"llm": {"max_retries": 0}}' >.forge/config.json
+	script "$(jq -nc --argjson p "$PLAN" '$p + [{fault: "overloaded", times: "always"}]')"
+	run -5 --separate-stderr forge run "add a mul operation" </dev/null
+	T=$(last_trace)
+	[[ $stderr == *"forge-implement: failed: the provider is overloaded (529) after 1 attempt: anthropic: HTTP 529 overloaded_error"* ]]
+	[[ $stderr == *"forge run: node 'implement' failed; the provider's trouble passes: wait a while, then \`forge resume $T\` runs it again"* ]]
+	[[ $stderr$output != *"could not be reached"* && $stderr != *"once what failed is fixed"* ]]
+	assert_line "  next      forge resume $T"
+	assert_line --regexp "^  why +the provider's trouble passes \(the reason above\): wait a while first"
+	# a 429 (OpenAI's)
+	script "$(jq -nc --argjson p "$PLAN" '$p + [{fault: "rate_limit", times: "always"}]')"
+	FORGE_PROVIDER=openai FORGE_BASE_URL=$MOCK_URL/v1 OPENAI_API_KEY=test-key \
+		run -5 --separate-stderr forge run -q "add a mul operation" </dev/null
+	[[ $stderr == *"node 'implement' failed: the provider refused: rate limited (429) after 1 attempt: openai: HTTP 429"* ]]
+	[[ $stderr == *"the provider's trouble passes: wait a while, then \`forge resume $(last_trace)\` runs it again"* ]]
+	[[ $stderr != *"could not be reached"* ]]
+	# a 500: the provider failed
+	script "$(jq -nc --argjson p "$PLAN" '$p + [{fault: "server_error", times: "always"}]')"
+	run -5 --separate-stderr forge run -q "add a mul operation" </dev/null
+	[[ $stderr == *"node 'implement' failed: the provider failed (500) after 1 attempt: anthropic: HTTP 500"* ]]
 }
 
 # plan_cut STEP: forge-plan's first call, answered by STEP, stalls forever

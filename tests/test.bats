@@ -194,7 +194,7 @@ mock() {
 	run -5 --separate-stderr bash -c "cd '$REPO' && ft --no-input --config '$BATS_TEST_TMPDIR/c.json' </dev/null"
 	assert_equal "$(tail -n 1 <<<"$output" | jq -c '[.status, .tests.summary.failed, .tests.failures[0].confidence]')" '["failed",1,0]'
 	assert_equal "$(events_of 'select(.type == "test.analysis_failed") | .payload.error | test("500")')" true
-	[[ "$stderr" == *"forge-test: failed: the analysis of the failing tests failed: the model could not be reached: "*"500"*"1 of 2 tests failed (1 real, 0 environment), none known to be unfixable: run the phase again once the model answers"* ]]
+	[[ "$stderr" == *"forge-test: failed: the analysis of the failing tests failed: the provider failed (500) after 1 attempt: "*"500"*"1 of 2 tests failed (1 real, 0 environment), none known to be unfixable: run the phase again once the model answers"* ]]
 	assert_equal "$(curl -sS -f "$MOCK_URL/_mock/requests" | jq length)" 1
 }
 

@@ -46,6 +46,9 @@ struct llm_client {
 	void (*on_retry)(void *payload, const struct llm_retry *r);
 	void *on_retry_payload;
 	int max_retries;                   /* llm.max_retries (http.retry's changes in a call) */
+	long last_status;                  /* the last failed call's HTTP status (0: none, or
+					      not an HTTP error: a stream's error event) */
+	int last_attempts;                 /* its attempts (0: unknown, a cassette's) */
 	bool no_temperature;               /* the model refuses a temperature: send none */
 	bool cut_short;                    /* the last call's answer had begun, or its
 					      request had been sent whole, when
@@ -343,6 +346,12 @@ enum llm_error llm_client_error(const struct llm_client *c)
 	return c->last;
 }
 
+bool llm_says_passing(const char *text)
+{
+	return text && (strstr(text, LLM_SAYS_RATE_LIMITED) || strstr(text, LLM_SAYS_OVERLOADED) ||
+			strstr(text, LLM_SAYS_FAILED));
+}
+
 char *llm_client_failure(const struct llm_client *c)
 {
 	struct buf b = BUF_INIT;
@@ -359,6 +368,21 @@ char *llm_client_failure(const struct llm_client *c)
 	case LLM_ERR_PROTOCOL:
 		buf_addf(&b, "the model's answer could not be understood: %s", forge_last_error());
 		break;
+	/* (before: "the model could not be reached", though it answered) */
+	case LLM_ERR_RATE_LIMIT: case LLM_ERR_OVERLOADED: case LLM_ERR_SERVER: {
+		enum llm_error kind = llm_client_error(c);
+		char code[32] = "", tries[48] = "";
+
+		if (c->last_status)
+			snprintf(code, sizeof code, " (%ld)", c->last_status);
+		if (c->last_attempts)
+			snprintf(tries, sizeof tries, " after %d attempt%s", c->last_attempts,
+				 c->last_attempts == 1 ? "" : "s");
+		buf_addf(&b, "%s%s%s: %s", kind == LLM_ERR_RATE_LIMIT ? LLM_SAYS_RATE_LIMITED
+			 : kind == LLM_ERR_OVERLOADED ? LLM_SAYS_OVERLOADED : LLM_SAYS_FAILED, code, tries,
+			 forge_last_error());
+		break;
+	}
 	case LLM_ERR_REPLAY:   /* no provider was asked: the cassette is what did not fit */
 		buf_addf(&b, "the cassette does not match this run's requests: %s (record it again "
 			 "for the run as it is now)", forge_last_error());
@@ -495,6 +519,8 @@ static int report(struct llm_client *c, enum llm_error kind, const struct http_r
 	bool keyless = kind == LLM_ERR_AUTH && !c->key && c->p;
 
 	c->last = kind;
+	c->last_status = r && r->status >= 400 ? r->status : 0;
+	c->last_attempts = (r ? r->retries : 0) + c->retried + 1;
 	if (keyless)
 		snprintf(give_key, sizeof give_key, "set %s (or put the key in a file named by %s)",
 			 c->p->key_env, key_file_var(c->provider));
@@ -1213,6 +1239,8 @@ int llm_call(struct llm_response *out, struct llm_client *c, const struct llm_re
 	if (c->before_call)	/* (nothing of the call has begun: it may end the process) */
 		c->before_call(c->before_call_payload);
 	c->last = LLM_OK;
+	c->last_status = 0;
+	c->last_attempts = 0;
 	c->cut_short = false;
 	c->calls++;
 	if (jv_get_kind(req->messages) != JV_KIND_ARRAY) {

@@ -427,6 +427,15 @@ enum llm_error llm_client_error(const struct llm_client *c);
  * step) tells them apart by these words. */
 #define LLM_SAYS_REFUSED  "the provider refused the request"
 #define LLM_SAYS_UNPAID   "the provider's account cannot pay for the request"
+/* … and for those that pass with time (the provider answered, rate
+ * limited, overloaded or failing, after every retry): the status and the
+ * attempts follow, "the provider is overloaded (529) after 3 attempts". */
+#define LLM_SAYS_RATE_LIMITED "the provider refused: rate limited"
+#define LLM_SAYS_OVERLOADED   "the provider is overloaded"
+#define LLM_SAYS_FAILED       "the provider failed"
+/* Whether text (a run's or a phase's stored error; NULL: false) holds one
+ * of those that pass with time: waiting, then resuming, is the way on. */
+bool llm_says_passing(const char *text);
 
 /*
  * Why c's last call failed, in words that say whose it is to mend: a
