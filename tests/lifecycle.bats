@@ -995,11 +995,12 @@ hang_implement() {
 	[[ $stderr$output != *"could not be reached"* && $stderr != *"once what failed is fixed"* ]]
 	assert_line "  next      forge resume $T"
 	assert_line --regexp "^  why +the provider's trouble passes \(the reason above\): wait a while first"
-	# a 429 (OpenAI's)
+	# a 429 without retry-after: when the spent limit resets, as the headers say
+	# (OpenAI's x-ratelimit-reset-requests "1s", its remaining requests 0)
 	script "$(jq -nc --argjson p "$PLAN" '$p + [{fault: "rate_limit", times: "always"}]')"
 	FORGE_PROVIDER=openai FORGE_BASE_URL=$MOCK_URL/v1 OPENAI_API_KEY=test-key \
 		run -5 --separate-stderr forge run -q "add a mul operation" </dev/null
-	[[ $stderr == *"node 'implement' failed: the provider refused: rate limited (429) after 1 attempt: openai: HTTP 429"* ]]
+	[[ $stderr == *"node 'implement' failed: the provider refused: rate limited (429) after 1 attempt: openai: HTTP 429"*"; the rate limit resets in 1 s (at "[0-9][0-9]:[0-9][0-9]:[0-9][0-9]")"* ]]
 	[[ $stderr == *"the provider's trouble passes: wait a while, then \`forge resume $(last_trace)\` runs it again"* ]]
 	[[ $stderr != *"could not be reached"* ]]
 	# a 500: the provider failed

@@ -103,6 +103,22 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	assert_output 3
 }
 
+@test "a 429 without retry-after that outlasts the retries says when the rate limit resets, from the provider's headers (both providers)" {
+	echo '{"llm":{"max_retries":0}}' >"$BATS_TEST_TMPDIR/c0.json"
+	# Anthropic: anthropic-ratelimit-requests-reset (RFC 3339, a second ahead), its remaining 0
+	mock_steps '[{"fault":"rate_limit"}]'
+	run -5 --separate-stderr anth --config "$BATS_TEST_TMPDIR/c0.json" hi
+	[[ $stderr =~ "HTTP 429".*"; the rate limit resets in "[01]" s (at "[0-9]{2}:[0-9]{2}:[0-9]{2}")" ]]
+	# OpenAI: x-ratelimit-reset-requests "1s" (its remaining 0), not the tokens' "6m0s"
+	mock_steps '[{"fault":"rate_limit"}]'
+	run -5 --separate-stderr oai --config "$BATS_TEST_TMPDIR/c0.json" hi
+	[[ $stderr =~ "HTTP 429".*"; the rate limit resets in 1 s (at "[0-9]{2}:[0-9]{2}:[0-9]{2}")" ]]
+	# with retry-after, that is what counts: no reset said
+	mock_steps '[{"fault":"rate_limit","retry_after":"1"}]'
+	run -5 --separate-stderr oai --config "$BATS_TEST_TMPDIR/c0.json" hi
+	[[ $stderr == *"HTTP 429"* && $stderr != *"resets in"* ]]
+}
+
 @test "retry-after longer than llm.retry_max_delay_s: no early retry, exit 5 saying so" {
 	mock_steps '[{"fault":"rate_limit","retry_after":"120"},{"text":"too early"}]'
 	run --separate-stderr anth hi

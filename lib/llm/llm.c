@@ -507,6 +507,46 @@ static bool say_refusal(struct buf *b, const char **tip, const struct llm_client
 	return false;
 }
 
+static jv rate_limit_of(const struct http_response *r);
+
+/*
+ * A 429 that every retry met, without a retry-after: when the limit that
+ * is spent comes back, as the rate-limit headers say (Anthropic's
+ * anthropic-ratelimit-*-reset, RFC 3339; OpenAI's x-ratelimit-reset-*,
+ * "6m0s"), into b: "; the rate limit resets in 6 min (at 14:31:05)".
+ * The limit whose remaining is 0, else the later of the two.  Nothing when
+ * no header says.
+ */
+static void say_reset(struct buf *b, const struct http_response *r)
+{
+	jv rl = rate_limit_of(r);
+	double s = -1;
+
+	if (jv_get_kind(rl) == JV_KIND_OBJECT) {
+		if (json_get_num(rl, "requests_remaining", 1) == 0 && json_has(rl, "requests_reset"))
+			s = json_get_num(rl, "requests_reset", -1);
+		else if (json_get_num(rl, "tokens_remaining", 1) == 0 && json_has(rl, "tokens_reset"))
+			s = json_get_num(rl, "tokens_reset", -1);
+		else
+			s = json_get_num(rl, "reset", -1);
+	}
+	jv_free(rl);
+	if (s < 0)
+		return;
+	time_t at = time(NULL) + (time_t)ceil(s);
+	struct tm tm;
+	char clock[16] = "";
+
+	if (localtime_r(&at, &tm))
+		strftime(clock, sizeof clock, "%H:%M:%S", &tm);
+	if (s < 120)
+		buf_addf(b, "; the rate limit resets in %.0f s", ceil(s));
+	else
+		buf_addf(b, "; the rate limit resets in %.0f min", ceil(s / 60));
+	if (*clock)
+		buf_addf(b, " (at %s)", clock);
+}
+
 /* The final error message; redacted. */
 static int report(struct llm_client *c, enum llm_error kind, const struct http_response *r,
 		  const struct llm_fault *f)
@@ -567,6 +607,8 @@ static int report(struct llm_client *c, enum llm_error kind, const struct http_r
 	if (r && r->retry_after_refused > 0)
 		buf_addf(&b, "; the provider asked to retry after %.0f s, more than llm.retry_max_delay_s=%.0f; "
 			 "try later or raise it", ceil(r->retry_after_refused), c->http.retry.max_retry_after);
+	else if (r && kind == LLM_ERR_RATE_LIMIT && r->status == 429 && http_retry_after(r, time(NULL)) < 0)
+		say_reset(&b, r);
 	else if (tip && kind == LLM_ERR_AUTH) {   /* (a 403: the model may be the cause) */
 		buf_addf(&b, "; %s ", tip);
 		model_tip(&b, c, " to another model");
