@@ -1922,6 +1922,7 @@ static void nested_git_save(struct nested_git *n, const char *root)
 		n->before = nested_find(root, false);
 }
 
+/* Whether the array arr (consumed) holds the string s. */
 static bool json_strs_have(jv arr, const char *s)
 {
 	bool yes = false;
@@ -1930,6 +1931,7 @@ static bool json_strs_have(jv arr, const char *s)
 		yes = yes || !strcmp(jv_string_value(v), s);
 		jv_free(v);
 	}
+	jv_free(arr);
 	return yes;
 }
 
