@@ -1627,7 +1627,7 @@ static int adopt_run(struct phase *ph)
 	 * on this runner (a kept workspace of an earlier job) is not ours */
 	bool other_clone = ph->common.repo && !same_dir(task_repo, ph->repo);
 	const char *worktree = json_get_str(task, "worktree");
-	bool there = runshare_is_dir(worktree);
+	bool there = runshare_worktree_there(worktree);
 	/* the worktree as the messages below name it: a state may name none */
 	char gone[PATH_MAX + 64];
 	int rc = 0;

@@ -103,21 +103,22 @@ static int remove_worktree(struct forge_git *g, const char *trace, const char *n
  * the run's refs stay; 0 when not, -1. */
 static int branch_in_use(struct forge_git *g, const char *name, FILE *out)
 {
-	struct buf ref = BUF_INIT, own = BUF_INIT;
+	struct buf ref = BUF_INIT;
 	char *where = NULL;
+	const char *base;
 	int rc;
 
 	buf_addf(&ref, "refs/heads/forge/%s", name);
-	buf_addf(&own, "%s/.forge/worktrees/%s", forge_git_root(g), name);
 	rc = forge_git_checked_out_in(&where, g, ref.buf);
-	if (rc == 0 && where && strcmp(where, own.buf) != 0) {
+	/* (the run's own: in a runs dir, or an older Forge's .forge/worktrees) */
+	base = where ? strrchr(where, '/') : NULL;
+	if (rc == 0 && where && !(forge_git_is_run_worktree(g, where) && base && strcmp(base + 1, name) == 0)) {
 		fprintf(out, "kept branch forge/%s: it is checked out in %s (switch that checkout to another "
 			     "branch, then forge gc)\n", name, where);
 		rc = 1;
 	}
 	free(where);
 	buf_release(&ref);
-	buf_release(&own);
 	return rc;
 }
 

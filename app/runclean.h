@@ -1,6 +1,6 @@
 /*
  * runclean.h - removing what a run leaves in the repository: its worktree
- * <root>/.forge/worktrees/TRACE, its branch forge/TRACE and its refs
+ * (forge_git_runs_dir()/TRACE), its branch forge/TRACE and its refs
  * everything under refs/forge/TRACE/ (base, saved/N), TRACE the run's name
  * in git (forge_git_run_name).  Used by `forge gc` and `forge cancel`
  * (runclean.c).

@@ -1,6 +1,7 @@
 /* runshare.c - a run carried on in another clone (runshare.h). */
 #include "app/runshare.h"
 
+#include "core/buf.h"
 #include "core/forge.h"
 #include "core/json.h"
 #include "git/git.h"
@@ -15,6 +16,31 @@ bool runshare_is_dir(const char *path)
 	struct stat st;
 
 	return path && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool runshare_worktree_there(const char *path)
+{
+	struct buf dotgit = BUF_INIT, text = BUF_INIT, dir = BUF_INIT;
+	bool there = false;
+
+	if (!runshare_is_dir(path))
+		return false;
+	buf_addf(&dotgit, "%s/.git", path);
+	if (runshare_is_dir(dotgit.buf)) {
+		there = true;
+	} else if (buf_read_file(&text, dotgit.buf) == 0 && text.len > 8 && strncmp(text.buf, "gitdir: ", 8) == 0) {
+		while (text.len > 0 && (text.buf[text.len - 1] == '\n' || text.buf[text.len - 1] == '\r'))
+			text.buf[--text.len] = '\0';
+		if (text.buf[8] == '/')
+			buf_adds(&dir, text.buf + 8);
+		else
+			buf_addf(&dir, "%s/%s", path, text.buf + 8);
+		there = runshare_is_dir(dir.buf);
+	}
+	buf_release(&dotgit);
+	buf_release(&text);
+	buf_release(&dir);
+	return there;
 }
 
 /* The remote as events and messages show it: a URL's password as ***. */

@@ -54,4 +54,11 @@ int runshare_catch_up(jv *event, const char *repo, const char *remote, const cha
 /* True when `path` is a directory (NULL: false). */
 bool runshare_is_dir(const char *path);
 
+/* True when `path` is a run's worktree that is there with its repository:
+ * a directory whose .git is a directory, or a file naming a git directory
+ * that is there.  A worktree out of the checkout (git.h
+ * forge_git_runs_dir) outlives a clone removed by hand (rm -rf, a CI
+ * runner's cleanup): then false. */
+bool runshare_worktree_there(const char *path);
+
 #endif

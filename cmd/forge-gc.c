@@ -12,6 +12,7 @@
 #include "app/runclean.h"
 #include "app/runview.h"
 #include "core/buf.h"
+#include "core/cachedir.h"
 #include "core/forge.h"
 #include "core/ids.h"
 #include "core/json.h"
@@ -21,9 +22,12 @@
 #include "store/live.h"
 #include "store/store.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 enum { OPT_DRY_RUN = 256, OPT_RESUMABLE };
 
@@ -43,7 +47,9 @@ static const struct cli_spec spec = {
 	.name = "forge-gc",
 	.synopsis = "[--dry-run] [--resumable]",
 	.description = "Remove what cancelled, failed and merged runs, and completed runs that made no\n"
-		       "change, left in the repository: their worktrees under .forge/worktrees\n"
+		       "change, left in the repository: their worktrees (in\n"
+		       "$FORGE_WORKTREES or ${XDG_STATE_HOME:-~/.local/state}/forge/worktrees, a\n"
+		       "directory per checkout; an older Forge's in .forge/worktrees)\n"
 		       "(uncommitted changes too; a no-change run with some, or with an interrupted\n"
 		       "attempt's work on refs/forge/TRACE/saved/N its branch lacks, is kept), their branches\n"
 		       "forge/TRACE and their refs under refs/forge/TRACE/.  Runs that are running,\n"
@@ -58,7 +64,8 @@ static const struct cli_spec spec = {
 		       "whose process is gone (on another host: not written for a day), and the\n"
 		       "temporary directories (TMPDIR/forge-*) of Forge processes that were killed\n"
 		       "with SIGKILL, and the git registrations of the sub-agents' worktrees that were\n"
-		       "among them (or whose directory is gone otherwise).\n"
+		       "among them (or whose directory is gone otherwise).  A directory of runs'\n"
+		       "worktrees whose checkout is gone (its root file names it) is named, not removed.\n"
 		       "`forge clean` is the same command.",
 	.options = options,
 	.extra_help = "Exit status: 0 done (or nothing to do), 5 git or the database failed.",
@@ -281,6 +288,7 @@ static int changed_since(struct store *st, struct forge_git *g, const char *trac
 	jv files = jv_null(), wts = jv_null(), status = jv_null();
 	struct forge_git_worktree *wt = NULL;
 	const char *what = NULL;
+	char *path = NULL;
 
 	runview_refs(&branch, &base, st, trace);
 	if (forge_git_resolve(&tip, g, branch) == 0 &&
@@ -288,18 +296,23 @@ static int changed_since(struct store *st, struct forge_git *g, const char *trac
 	     jv_get_kind(files) != JV_KIND_ARRAY || jv_array_length(jv_copy(files)) > 0))
 		what = "its branch has a change against its base";
 	/* (only a worktree that is there is opened: opening makes a missing one) */
-	if (!what && forge_git_run_name(name, trace) == 0 && forge_git_worktree_list(&wts, g, trace) == 0 &&
+	if (forge_git_run_name(name, trace) == 0 && forge_git_worktree_list(&wts, g, trace) == 0 &&
 	    jv_get_kind(wts) == JV_KIND_ARRAY && jv_array_length(jv_copy(wts)) > 0) {
 		jv w = jv_array_get(jv_copy(wts), 0);
-		if (json_get_bool(w, "valid", false) &&
+
+		if (json_get_bool(w, "valid", false))
+			path = xstrdup(json_get_str(w, "path") ? json_get_str(w, "path") : "");
+		if (!what && json_get_bool(w, "valid", false) &&
 		    (forge_git_worktree_open(&wt, g, trace, NULL) < 0 || forge_git_status(&status, wt) < 0 ||
 		     jv_array_length(jv_copy(status)) > 0))
 			what = "its worktree has uncommitted changes";
 		jv_free(w);
 	}
-	if (what)
-		printf("run %s (completed): kept: %s (forge diff %s, git -C .forge/worktrees/%s status)\n",
-		       trace, what, trace, forge_git_run_name(name, trace) == 0 ? name : trace);
+	if (what && path)
+		printf("run %s (completed): kept: %s (forge diff %s, git -C '%s' status)\n", trace, what, trace,
+		       path);
+	else if (what)
+		printf("run %s (completed): kept: %s (forge diff %s)\n", trace, what, trace);
 	else
 		what = saved_kept(st, g, trace) ? "saved" : NULL;
 	forge_git_worktree_free(wt);
@@ -309,6 +322,7 @@ static int changed_since(struct store *st, struct forge_git *g, const char *trac
 	free(tip);
 	free(branch);
 	free(base);
+	free(path);
 	return what != NULL;
 }
 
@@ -523,6 +537,46 @@ static void leftovers_said(struct forge_git *g, const char *trace)
 	jv_free(wts);
 }
 
+static int orphans;     /* runs dirs whose checkout is gone */
+
+/*
+ * The directories of runs' worktrees (worktrees_base()/KEY) whose root
+ * file names a checkout that is not there any more: named with how to
+ * remove them, not removed -- a checkout on a disk not mounted now, or
+ * moved and not opened by Forge since, would lose its runs' uncommitted
+ * work (a moved one's next `forge status TRACE` names its new place).
+ */
+static void orphans_said(void)
+{
+	char *base = worktrees_base();
+	DIR *d = base ? opendir(base) : NULL;
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		struct buf file = BUF_INIT, root = BUF_INIT;
+		struct stat st;
+		size_t n = strlen(e->d_name);
+
+		if (n > 17 && e->d_name[n - 17] == '-' && strspn(e->d_name + n - 16, "0123456789abcdef") == 16) {
+			buf_addf(&file, "%s/%s/root", base, e->d_name);
+			if (buf_read_file(&root, file.buf) == 0) {
+				while (root.len > 0 && root.buf[root.len - 1] == '\n')
+					root.buf[--root.len] = '\0';
+				if (root.len > 1 && root.buf[0] == '/' && stat(root.buf, &st) < 0 && errno == ENOENT) {
+					printf("runs' worktrees of a checkout that is gone (%s): %s/%s (rm -rf it when "
+					       "nothing in it is wanted)\n", root.buf, base, e->d_name);
+					orphans++;
+				}
+			}
+		}
+		buf_release(&file);
+		buf_release(&root);
+	}
+	if (d)
+		closedir(d);
+	free(base);
+}
+
 static int gc(struct store *st, struct forge_git *g, const struct gc_opts *o)
 {
 	bool dry_run = o->dry_run;
@@ -596,7 +650,8 @@ static int gc(struct store *st, struct forge_git *g, const struct gc_opts *o)
 	if (sweep_tmpdirs(dry_run) < 0 && rc == FORGE_EXIT_OK)
 		rc = FORGE_EXIT_DEPENDENCY;
 	forget_worktrees(forge_git_root(g), dry_run);
-	if (!runs && !kept && !pruned && !dead_live && !dead_tmp && !forgot && rc == FORGE_EXIT_OK)
+	orphans_said();
+	if (!runs && !kept && !pruned && !dead_live && !dead_tmp && !forgot && !orphans && rc == FORGE_EXIT_OK)
 		printf("nothing to remove\n");
 	return rc;
 }

@@ -2,8 +2,8 @@
  * forge-implement - plan (+ review findings or fixable test failures on a
  * bounce) → changes (DESIGN.md §3; seed 000 §7.2; TDD: seed 004 §3.3).
  *
- * All work happens in the run's own git worktree, <repo>/.forge/worktrees/
- * TRACE on branch forge/TRACE (lib/git/git.h), made on the first run and
+ * All work happens in the run's own git worktree, forge_git_runs_dir()/TRACE
+ * (outside the checkout) on branch forge/TRACE (lib/git/git.h), made on the first run and
  * reopened on bounces; the user's checkout is never touched.  The agent
  * gets the edit tools (read_file, list_files, grep, write_file, edit_file,
  * apply_patch, run_command, git_diff, git_status) rooted at the worktree,

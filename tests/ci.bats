@@ -89,8 +89,8 @@ implementer_called() {
 	cd "$B"
 	run -0 --separate-stderr forge resume -q "$T" </dev/null
 	run -0 forge status --json "$T"
-	jq -e --arg b "$B" --arg t "$T" '.run.status == "completed" and .state.deployment.status == "healthy"
-		and .state.task.repo == $b and .state.task.worktree == ($b + "/.forge/worktrees/" + $t)' <<<"$output"
+	jq -e --arg b "$B" --arg wt "$(runs_dir "$B")/$T" '.run.status == "completed" and .state.deployment.status == "healthy"
+		and .state.task.repo == $b and .state.task.worktree == $wt' <<<"$output"
 	run -0 forge events replay "$T"
 	jq -e -s --arg a "$A" --arg b "$B" '[.[] | select(.type == "run.adopted") | .payload] | length == 1 and
 		.[0].fetched == true and .[0].was.repo == $a and .[0].repo == $b and .[0].remote == "origin"' <<<"$output"
@@ -269,7 +269,7 @@ implementer_called() {
 	tail -n 1 <<<"$output" | jq -e --arg c "$C" '.status == "ok" and .changes.commit == $c and .tests.summary.failed == 0'
 	printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/test.jsonl"
 	git init -q --bare "$BATS_TEST_TMPDIR/prod.git"
-	rm -rf "$B/.forge/worktrees" && git -C "$B" worktree prune && git -C "$B" branch -qD "forge/$T"
+	rm -rf "$(runs_dir "$B")" && git -C "$B" worktree prune && git -C "$B" branch -qD "forge/$T"
 	run -0 --separate-stderr forge-deploy --strategy push --remote "$BATS_TEST_TMPDIR/prod.git" <"$BATS_TEST_TMPDIR/test.jsonl"
 	tail -n 1 <<<"$output" | jq -e --arg c "$C" '.deployment.commit == $c and .deployment.status == "healthy"'
 	[ "$(git -C "$BATS_TEST_TMPDIR/prod.git" rev-parse "forge/$T")" = "$C" ]
@@ -307,17 +307,17 @@ implementer_called() {
 	(cd "$B" && forge-implement --repo "$B") <"$BATS_TEST_TMPDIR/plan.jsonl" >"$BATS_TEST_TMPDIR/impl.jsonl"
 	T=$(tail -n 1 "$BATS_TEST_TMPDIR/impl.jsonl" | jq -r .trace_id)
 	# implement's state names one clone, its own
-	tail -n 1 "$BATS_TEST_TMPDIR/impl.jsonl" | jq -e --arg b "$B" --arg t "$T" \
-		'.task.repo == $b and .task.worktree == $b + "/.forge/worktrees/" + $t'
+	tail -n 1 "$BATS_TEST_TMPDIR/impl.jsonl" | jq -e --arg b "$B" --arg wt "$(runs_dir "$B")/$T" \
+		'.task.repo == $b and .task.worktree == $wt'
 	cd "$C"
 	forge-review --repo "$C" <"$BATS_TEST_TMPDIR/impl.jsonl" >"$BATS_TEST_TMPDIR/review.jsonl"
 	tail -n 1 "$BATS_TEST_TMPDIR/review.jsonl" | jq -e --arg c "$C" '.status == "ok" and .task.repo == $c'
 	# implement's workspace, reused by another job, gets an edit: not the test job's business
-	echo 'int broken(' >>"$B/.forge/worktrees/$T/calc.c"
+	echo 'int broken(' >>"$(run_worktree "$T" "$B")/calc.c"
 	cd "$D"
 	run -0 --separate-stderr forge-test --repo "$D" <"$BATS_TEST_TMPDIR/review.jsonl"
-	tail -n 1 <<<"$output" | jq -e --arg d "$D" --arg t "$T" '.status == "ok" and .task.repo == $d
-		and .task.worktree == $d + "/.forge/worktrees/" + $t'
+	tail -n 1 <<<"$output" | jq -e --arg d "$D" --arg wt "$(runs_dir "$D")/$T" '.status == "ok" and .task.repo == $d
+		and .task.worktree == $wt'
 	jq -e -s --arg d "$D" '[.[] | select(.type == "run.adopted" and .source == "forge-test") | .payload]
 		| length == 1 and .[0].repo == $d and .[0].fetched' <<<"$output"
 }
@@ -342,7 +342,7 @@ implementer_called() {
 		tail -n 1 <<<"$output" | jq -e '.type == "input.rejected"'
 		[ -z "$(jq -c 'select(.type == "test.started" or .type == "run.adopted" or .status)' <<<"$output")" ]
 	done
-	[ ! -e "$O/.forge/worktrees/$T" ]
+	[ ! -e "$(run_worktree "$T" "$O")" ]
 	# a clone of A without the run's branch: the run's worktree in A, as before
 	git clone -q "$A" "$BATS_TEST_TMPDIR/a2"
 	run -0 --separate-stderr forge-review --repo "$BATS_TEST_TMPDIR/a2" <"$BATS_TEST_TMPDIR/impl.jsonl"

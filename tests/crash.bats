@@ -225,7 +225,7 @@ no_saved_refs() {
 	held_config false
 	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i')"
 	start_run
-	until_true eval 'ls "$REPO"/.forge/worktrees/*/test-results.xml >/dev/null 2>&1'
+	until_true eval 'ls "$(runs_dir)"/*/test-results.xml >/dev/null 2>&1'
 	kill -9 -- "-$SUP"
 	wait "$SUP" || true
 	T=$(trace_of_run)
@@ -257,7 +257,7 @@ no_saved_refs() {
 	held_config true
 	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" '$p + $i')"
 	start_run
-	until_true eval 'ls "$REPO"/.forge/worktrees/*/test-results.xml >/dev/null 2>&1'
+	until_true eval 'ls "$(runs_dir)"/*/test-results.xml >/dev/null 2>&1'
 	kill -9 -- "-$SUP"
 	wait "$SUP" || true
 	T=$(trace_of_run)
@@ -278,12 +278,6 @@ tests/check.sh"
 	run -0 git -C "$REPO" ls-tree -r --name-only "forge/$T"
 	refute_line test-results.xml
 	refute_line --partial .tcache
-}
-
-# run_worktree: the directory of the run's worktree (wherever Forge puts it).
-run_worktree() {
-	git -C "$REPO" worktree list --porcelain |
-		awk '/^worktree / { p = substr($0, 10) } /^branch refs\/heads\/forge\// { print p }'
 }
 
 @test "kill -9 the run while forge-review's lint command runs: what it left is moved out on resume, not saved; forge status and gc say where" {
@@ -728,7 +722,7 @@ ctrl_c_once_shown() {
 	[ "$(cat "$BATS_TEST_TMPDIR/pipe.rc")" = "0 130 130" ]
 	T=$(git -C "$REPO" for-each-ref --format='%(refname:lstrip=3)' refs/heads/forge/)
 	[ -n "$T" ]
-	wt="$REPO/.forge/worktrees/$T"
+	wt="$(run_worktree "$T")"
 	[ -d "$wt" ]
 	# (before: "interrupted; the last checkpoint stands" from both, of a run that is not)
 	run -0 cat "$BATS_TEST_TMPDIR/pipe.err"
@@ -768,7 +762,7 @@ ctrl_c_once_shown() {
 	# `git worktree remove --force ...`": a resumable run's work, removed)
 	run -0 cat "$BATS_TEST_TMPDIR/rv.err"
 	assert_output "forge-review: interrupted; the last checkpoint stands"
-	[ -d "$REPO/.forge/worktrees/$T" ]
+	[ -d "$(run_worktree "$T")" ]
 	[ "$(forge status --json "$T" | jq -r .run.status)" != completed ]
 }
 

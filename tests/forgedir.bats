@@ -21,7 +21,17 @@ setup() {
 	export FORGE_PROVIDER=replay FORGE_CASSETTE="$FORGE_ROOT/tests/fixtures/cassettes/run-clean.jsonl"
 	run -0 --separate-stderr forge run "add a mul operation" </dev/null
 	[ -f .forge/forge.db ]
-	[ -n "$(ls .forge/worktrees)" ]
+	# the run's worktree is out of the checkout, in $FORGE_WORKTREES/KEY:
+	# nothing of it for the project's jest or vitest to collect, not even
+	# among the files git ignores (before: .forge/worktrees/TRACE)
+	T=$(forge history --json -n 1 | jq -r .trace_id)
+	[ "$(run_worktree "$T")" = "$(runs_dir)/$T" ]
+	[ -f "$(runs_dir)/$T/calc.c" ]
+	[ "$(cat "$(runs_dir)/root")" = "$(pwd -P)" ]
+	[ ! -e .forge/worktrees ] || [ -z "$(ls -A .forge/worktrees)" ]
+	run -0 git status --porcelain --ignored --untracked-files=all
+	refute_output --partial worktrees
+	refute_output --partial calc.c
 	run -0 git status --porcelain --untracked-files=all
 	[ -z "$output" ]
 	mkdir -p .forge/skills/x
@@ -72,7 +82,7 @@ as_nobody() {
 	export FORGE_PROVIDER=replay FORGE_CASSETTE="$FORGE_ROOT/tests/fixtures/cassettes/run-clean.jsonl"
 	run -0 --separate-stderr env -u XDG_CACHE_HOME SUDO_UID=65534 SUDO_GID=65534 SUDO_USER="$nobody" \
 		HOME="$UHOME" forge run "add a mul operation" </dev/null
-	[ -f .forge/forge.db ] && [ -f .forge/forge.db.vectors ] && [ -d .forge/worktrees ]
+	[ -f .forge/forge.db ] && [ -f .forge/forge.db.vectors ] && [ -n "$(ls "$FORGE_WORKTREES")" ]
 	# .forge, its .gitignore, the database with its -wal and -shm, the
 	# vectors and their lock, worktrees/; Forge's lock in .git; the cache
 	# below the user's HOME (before: all root's, .forge 0700)
@@ -113,7 +123,7 @@ as_nobody() {
 no_run_left() {
 	[ "$(git worktree list | wc -l)" -eq 1 ]
 	[ -z "$(git for-each-ref refs/heads/forge refs/forge)" ]
-	[ ! -e .forge/worktrees ] || [ -z "$(ls -A .forge/worktrees)" ]
+	no_run_worktrees
 	[ -z "$(ls -A "$(git rev-parse --git-common-dir)/worktrees" 2>/dev/null)" ]
 }
 
@@ -146,7 +156,7 @@ no_run_left() {
 	export FORGE_DB="$BATS_TEST_TMPDIR/forge.db"
 	run -2 --separate-stderr forge run "add a mul operation" </dev/null
 	# (before: exit 5, the worktree half made and left registered with its branch)
-	[[ $stderr == "forge run: the repository's path is too long for a run's worktree: '.forge/worktrees/"*"/$DEEP' would be 4115 bytes from '/', over the system's limit of 4095 (PATH_MAX); clone or move the repository to a path at least 20 bytes shorter ('/"* ]]
+	[[ $stderr == "forge run: a path in the repository is too long for a run's worktree: '$DEEP' would be "*" bytes from '/' in the run's worktree $(basename "$(runs_dir)")/"*", over the system's limit of 4095 (PATH_MAX); set FORGE_WORKTREES to a directory at least "*" bytes shorter than '/"* ]]
 	assert_output ""
 	run -0 forge history --json
 	assert_output ""		# nothing was started
@@ -165,7 +175,7 @@ no_run_left() {
 	tree=$({ git ls-tree HEAD; printf '100644 blob %s\t%s\n' "$blob" "$name"; } | git mktree)
 	git update-ref HEAD "$(git commit-tree "$tree" -p HEAD -m "a long name")"
 	run -5 --separate-stderr forge run "add a mul operation" </dev/null
-	[[ $stderr == *"forge run: cannot make the run's worktree: cannot create worktree '$(pwd -P)/.forge/worktrees/"* ]]
+	[[ $stderr == *"forge run: cannot make the run's worktree: cannot create worktree '$(runs_dir)/"* ]]
 	[[ $stderr != *"what was made for it is left"* ]]
 	# (before: the half-made worktree stayed registered, on its branch)
 	no_run_left

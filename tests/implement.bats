@@ -73,7 +73,7 @@ checkout_untouched() {
 	forge-plan --task "add a mul operation" >"$BATS_TEST_TMPDIR/plan.jsonl" 2>/dev/null
 	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/plan.jsonl"
 	trace=$(jq -r .trace_id <<<"$(last_state)")
-	wt="$REPO/.forge/worktrees/$trace"
+	wt="$(run_worktree "$trace")"
 	# what a stopped run leaves: an edit not committed
 	echo "int half_done;" >>"$wt/calc.c"
 	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/plan.jsonl"
@@ -94,7 +94,7 @@ checkout_untouched() {
 	forge-plan --task "add a mul operation" >"$BATS_TEST_TMPDIR/plan.jsonl" 2>/dev/null
 	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/plan.jsonl"
 	trace=$(jq -r .trace_id <<<"$(last_state)")
-	wt="$REPO/.forge/worktrees/$trace"
+	wt="$(run_worktree "$trace")"
 	head=$(git rev-parse "forge/$trace")
 	echo "int half_done;" >>"$wt/calc.c"
 	mkdir -p "$REPO/.git/refs/forge/$trace/saved" && touch "$REPO/.git/refs/forge/$trace/saved/1.lock"
@@ -112,9 +112,9 @@ checkout_untouched() {
 	trace=$(jq -r .trace_id <<<"$state")
 	{ read -r tip && read -r tree; } < <(git rev-parse "forge/$trace" "forge/$trace^{tree}")
 	# (one jq for the state's checks: each jq costs ~40 ms of CPU to start)
-	jq -e --arg t "$trace" --arg r "$REPO" --arg tip "$tip" --arg base "$BASE" --arg tree "$tree" '
+	jq -e --arg t "$trace" --arg wt "$(runs_dir)/$trace" --arg tip "$tip" --arg base "$BASE" --arg tree "$tree" '
 	  (.phase == "implement" and .status == "ok" and .plan.version == 1) and
-	  (.task.branch == "forge/" + $t and .task.worktree == $r + "/.forge/worktrees/" + $t) and
+	  (.task.branch == "forge/" + $t and .task.worktree == $wt) and
 	  # changes per state.schema.json $defs/changes
 	  (.changes | .commit == $tip and .base_commit == $base) and
 	  (.changes.files == [{"path":"calc.c","action":"modify","additions":8,"deletions":1},
@@ -528,7 +528,7 @@ forge: add a mul operation (attempt 1)"
 	assert_output "NOTES
 fixed
 mine.txt"
-	[ ! -e .forge/worktrees/T14/out ]
+	[ ! -e "$(run_worktree T14)/out" ]
 }
 
 @test "validation is not run again when the agent's last run_command ran the tests on the same tree" {
@@ -616,7 +616,7 @@ mine.txt"
 	events_of phase.skipped | jq -e '.reason | test("no plan")'
 	run -1 --separate-stderr forge-implement --task "add a mul operation"
 	last_state | jq -e '.status == "skipped"'
-	[ ! -e .forge/worktrees ]
+	no_run_worktrees
 	checkout_untouched
 }
 
@@ -631,7 +631,7 @@ mine.txt"
 	[[ $stderr == *"line 2"* ]]
 	jq -c '.v = 2' <(plan_state T9) >"$BATS_TEST_TMPDIR/v2.json"
 	run -2 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/v2.json"
-	[ ! -e .forge/worktrees ]
+	no_run_worktrees
 	checkout_untouched
 }
 
@@ -649,7 +649,7 @@ mine.txt"
 	[ "$(last_state | jq -r .kind)" = event ]   # no state written
 	[ "$(curl -sS -f "$MOCK_URL/_mock/requests" | jq length)" -eq 0 ]
 	[ -z "$(git branch --list 'forge/*')" ]
-	[ ! -e .forge/worktrees ] || [ -z "$(ls -A .forge/worktrees)" ]
+	no_run_worktrees
 	run -0 git status --porcelain --untracked-files=no
 	assert_output ""
 }
@@ -661,13 +661,13 @@ mine.txt"
 	mock "[$FINISH]"
 	run -2 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/in.json"
 	# (before: exit 5, the worktree half made and left registered on its branch)
-	[[ $stderr == "forge-implement: the repository's path is too long for a run's worktree: '.forge/worktrees/$trace/$DEEP' would be 4115 bytes from '/', over the system's limit of 4095 (PATH_MAX); clone or move the repository to a path at least 20 bytes shorter ('/"* ]]
-	events_of input.rejected | jq -e '.reason | startswith("the repository'"'"'s path is too long")'
+	[[ $stderr == "forge-implement: a path in the repository is too long for a run's worktree: '$DEEP' would be "*" bytes from '/' in the run's worktree $(basename "$(runs_dir)")/$trace, over the system's limit of 4095 (PATH_MAX); set FORGE_WORKTREES to a directory at least "*" bytes shorter than '/"* ]]
+	events_of input.rejected | jq -e '.reason | startswith("a path in the repository is too long")'
 	[ "$(last_state | jq -r .kind)" = event ]   # no state written
 	[ "$(curl -sS -f "$MOCK_URL/_mock/requests" | jq length)" -eq 0 ]
 	[ "$(git worktree list | wc -l)" -eq 1 ]
 	[ -z "$(git for-each-ref refs/heads/forge refs/forge)" ]
-	[ ! -e .forge/worktrees ] || [ -z "$(ls -A .forge/worktrees)" ]
+	no_run_worktrees
 }
 
 @test "a branch named forge, where the run's forge/TRACE goes: exit 2 naming it and what to do, before any model call; nothing made" {
@@ -681,7 +681,7 @@ mine.txt"
 	[ "$(curl -sS -f "$MOCK_URL/_mock/requests" | jq length)" -eq 0 ]
 	[ "$(git worktree list | wc -l)" -eq 1 ]
 	[ -z "$(git for-each-ref refs/forge)" ]
-	[ ! -e .forge/worktrees ] || [ -z "$(ls -A .forge/worktrees)" ]
+	no_run_worktrees
 }
 
 @test "a submodule committed without .gitmodules (a gitlink): forge-implement alone warns; a write inside it is told it will not be committed" {
@@ -717,13 +717,13 @@ mine.txt"
 	plan_state T12 >"$BATS_TEST_TMPDIR/in.json"
 	mock "[$FINISH]"
 	run -5 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/in.json"
-	[[ $stderr == "forge-implement: failed: cannot create worktree '$(pwd -P)/.forge/worktrees/T12' on 'forge/T12': "* ]]
+	[[ $stderr == "forge-implement: failed: cannot create worktree '$(runs_dir)/T12' on 'forge/T12': "* ]]
 	[[ $stderr != *"what was made for it is left"* ]]
 	[ "$(curl -sS -f "$MOCK_URL/_mock/requests" | jq length)" -eq 0 ]
 	# (before: the worktree stayed registered, half checked out, on forge/T12)
 	[ "$(git worktree list | wc -l)" -eq 1 ]
 	[ -z "$(git for-each-ref refs/heads/forge refs/forge)" ]
-	[ -z "$(ls -A .forge/worktrees)" ]
+	no_run_worktrees
 	[ -z "$(ls -A .git/worktrees)" ]
 }
 
@@ -1081,7 +1081,7 @@ DONE='{"tool_calls":[{"name":"finish","input":{"summary":"done"}}],'"$U"'}'
 			<'$BATS_TEST_TMPDIR/plan.json' | forge-events store"
 		branch=$(last_state | jq -r .task.branch)
 		git check-ref-format "refs/heads/$branch"
-		last_state | jq -e --arg wt "$REPO/.forge/worktrees/${branch#forge/}" '.status == "ok" and .task.worktree == $wt'
+		last_state | jq -e --arg wt "$(run_worktree "${branch#forge/}")" '.status == "ok" and .task.worktree == $wt'
 		[ "$(git show "$branch:N.md")" = n ]
 		# every record carries the whole id; the git tool worked in the worktree
 		jq -e -s --arg t "$t" 'all(.[]; .trace_id == $t)' <<<"$output"
@@ -1102,11 +1102,11 @@ DONE='{"tool_calls":[{"name":"finish","input":{"summary":"done"}}],'"$U"'}'
 	mkdir "$BATS_TEST_TMPDIR/tmp"		# (gc sweeps TMPDIR: this test's own)
 	run -0 env TMPDIR="$BATS_TEST_TMPDIR/tmp" forge gc
 	assert_output --partial "run JIRA-12.1 (cancelled):
-removed worktree $REPO/.forge/worktrees/${branches[0]#forge/}
+removed worktree $(run_worktree "${branches[0]#forge/}")
 deleted refs/heads/${branches[0]}"
 	run -0 git for-each-ref --format='%(refname)' 'refs/heads/forge/JIRA*' 'refs/forge/JIRA*'
 	assert_output ""
-	[ ! -e "$REPO/.forge/worktrees/${branches[0]#forge/}" ]
+	[ ! -e "$(run_worktree "${branches[0]#forge/}")" ]
 }
 
 @test "a command that nests directories deeper than git walks: the failure names the directory and how to remove it" {
@@ -1117,7 +1117,7 @@ deleted refs/heads/${branches[0]}"
 		{"name":"write_file","input":{"path":"MUL.md","content":"mul\n"}}]}, '"$FINISH"']'
 	run -5 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
 	# (before: only libgit2's "directory nesting too deep (100)", no path)
-	wt="$REPO/.forge/worktrees/T42"
+	wt="$(run_worktree T42)"
 	hundred=$(printf 'd/%.0s' {1..100})
 	assert_equal "${stderr##*: a directory}" " 100 deep, more than git (libgit2) walks, is in the worktree (a command's doing, as a rule): remove it (rm -rf '$wt/${hundred%/}') and try again"
 	# what it says to do is enough: the phase runs again, the first
@@ -1139,7 +1139,7 @@ deleted refs/heads/${branches[0]}"
 	run -0 --separate-stderr forge-implement --config "$BATS_TEST_TMPDIR/c.json" <"$BATS_TEST_TMPDIR/plan.json"
 	events_of tool.failed | jq -e -s 'length == 1 and (.[0].error | startswith("write_file: a path nested 120 directories deep, more than the 99 git (libgit2) can take: use a shallower one"))'
 	[ "$(git show forge/T41:MUL.md)" = mul ]
-	[ ! -e "$REPO/.forge/worktrees/T41/d" ]
+	[ ! -e "$(run_worktree T41)/d" ]
 	last_state | jq -e '.status == "ok" and (.changes.files | map(.path)) == ["MUL.md"]'
 }
 

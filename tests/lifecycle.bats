@@ -484,7 +484,7 @@ no_change_run() {
 @test "forge gc removes a completed run that made no change (worktree and branch), keeps its records; status and show then say removed" {
 	no_change_run
 	mkdir -p "$BATS_TEST_TMPDIR/gc-tmp"   # (a shared TMPDIR holds other tests' temp dirs, which gc lists)
-	wt="$REPO/.forge/worktrees/$T"
+	wt="$(run_worktree "$T")"
 	[ -d "$wt" ]
 	# (before: gc kept it without a word, and nothing ever removed it)
 	TMPDIR="$BATS_TEST_TMPDIR/gc-tmp" run -0 forge gc --dry-run
@@ -511,6 +511,13 @@ no_change_run() {
 	jq -e '.removed == {branch: true, worktree: true} and .dry_run == false' <<<"$output"
 	TMPDIR="$BATS_TEST_TMPDIR/gc-tmp" run -0 forge gc
 	assert_output "nothing to remove"
+	[ "$(dirname "$(dirname "$wt")")" = "$FORGE_WORKTREES" ]   # (out of the checkout)
+	# a runs dir whose checkout is gone (its root file names it) is named, not removed
+	mkdir -p "$FORGE_WORKTREES/gone-0123456789abcdef/T1"
+	echo "$BATS_TEST_TMPDIR/gone" >"$FORGE_WORKTREES/gone-0123456789abcdef/root"
+	TMPDIR="$BATS_TEST_TMPDIR/gc-tmp" run -0 forge gc
+	assert_output "runs' worktrees of a checkout that is gone ($BATS_TEST_TMPDIR/gone): $FORGE_WORKTREES/gone-0123456789abcdef (rm -rf it when nothing in it is wanted)"
+	[ -d "$FORGE_WORKTREES/gone-0123456789abcdef/T1" ]
 }
 
 @test "forge gc keeps a failed run that forge resume continues unless --resumable; a resume whose commits git pruned says its work is gone (hunt68 #3c)" {
@@ -522,7 +529,7 @@ no_change_run() {
 	run -5 --separate-stderr forge run -q "add a mul operation" </dev/null
 	T=$(last_trace)
 	[[ "$stderr" == *"\`forge resume $T\` runs it again"* ]]
-	wt="$REPO/.forge/worktrees/$T"
+	wt="$(run_worktree "$T")"
 	commit=$(git -C "$REPO" rev-parse "forge/$T")
 	[ "$commit" != "$BASE" ]
 	# (before: gc removed its worktree, branch and refs without a word)
@@ -576,18 +583,18 @@ no_change_run() {
 @test "forge gc keeps a no-change run that has a change now: a commit on its branch, or uncommitted changes in its worktree" {
 	no_change_run
 	T1=$T
-	wt1="$REPO/.forge/worktrees/$T1"
+	wt1="$(run_worktree "$T1")"
 	no_change_run
 	T2=$T
-	wt2="$REPO/.forge/worktrees/$T2"
+	wt2="$(run_worktree "$T2")"
 	# a person commits on the first run's branch, edits the second's worktree
 	echo "// more" >>"$wt1/calc.c"
 	git -C "$wt1" commit -qam "a person's change"
 	echo "// edit" >>"$wt2/calc.c"
 	mkdir -p "$BATS_TEST_TMPDIR/gc-tmp"
 	TMPDIR="$BATS_TEST_TMPDIR/gc-tmp" run -0 forge gc
-	assert_line "run $T1 (completed): kept: its branch has a change against its base (forge diff $T1, git -C .forge/worktrees/$T1 status)"
-	assert_line "run $T2 (completed): kept: its worktree has uncommitted changes (forge diff $T2, git -C .forge/worktrees/$T2 status)"
+	assert_line "run $T1 (completed): kept: its branch has a change against its base (forge diff $T1, git -C '$(run_worktree "$T1")' status)"
+	assert_line "run $T2 (completed): kept: its worktree has uncommitted changes (forge diff $T2, git -C '$(run_worktree "$T2")' status)"
 	[ -d "$wt1" ]
 	[ -d "$wt2" ]
 	grep -q "// edit" "$wt2/calc.c"
@@ -606,7 +613,7 @@ no_change_run() {
 		input: {path: "NOTES.md", content: "mul: a * b\nsaved-line\n"}}]}, {fault: "overloaded", times: "always"}]')"
 	run -5 --separate-stderr forge run -q --auto-approve "add a mul operation" </dev/null
 	T=$(last_trace)
-	[ -f "$REPO/.forge/worktrees/$T/NOTES.md" ]
+	[ -f "$(run_worktree "$T")/NOTES.md" ]
 	# the resume saves it on refs/forge/T/saved/1; the implementer finishes without doing it again
 	script '[{"tool_calls": [{"name": "finish", "input": {"summary": "nothing to change"}}]}]'
 	AFTER=$(last_seq)
@@ -648,7 +655,7 @@ no_change_run() {
 	assert_line "next      forge gc"
 	TMPDIR="$BATS_TEST_TMPDIR/gc-tmp" run -0 forge gc
 	assert_line "run $T (no change):"
-	[ ! -e "$REPO/.forge/worktrees/$T" ]
+	[ ! -e "$(run_worktree "$T")" ]
 }
 
 @test "forge gc keeps a no-change run whose saved ref git cannot read (a missing object): it says why, the ref stays" {
@@ -664,7 +671,7 @@ no_change_run() {
 	assert_line --regexp "^run $T \(completed\): kept: cannot tell whether its saved refs \(refs/forge/$T/saved/\) hold work its branch lacks: .+"
 	refute_line "run $T (no change):"
 	[ -f "$REPO/.git/$saved" ]
-	[ -d "$REPO/.forge/worktrees/$T" ]
+	[ -d "$(run_worktree "$T")" ]
 	# show still shows the run, without the saved part
 	run -0 forge show --json "$T"
 	jq -e '.saved == []' <<<"$output"
@@ -853,7 +860,7 @@ until_true() {
 	run -5 --separate-stderr forge run "$TASK" </dev/null
 	[[ "$stderr" == *"no room for runs"* ]]
 	[ -z "$(git -C "$REPO" branch --list 'forge/*')" ]
-	[ ! -d "$REPO/.forge/worktrees" ] || [ -z "$(ls -A "$REPO/.forge/worktrees")" ]
+	no_run_worktrees
 	[ "$(git -C "$REPO" worktree list | wc -l)" -eq 1 ]
 }
 

@@ -661,7 +661,7 @@ plan_state() {
 	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/plan.json"
 	EVENTS=$output
 	event tool.executed | jq -e '.tool == "s__echo" and .data.server == "s"'
-	grep -qx "PWD_IS=$REPO/.forge/worktrees/T1" "$SENV"
+	grep -qx "PWD_IS=$(run_worktree T1)" "$SENV"
 	run -0 offered
 	assert_output '["read_file","list_files","grep","write_file","edit_file","apply_patch","run_command","git_diff","git_status","delegate","s__echo","s__add","s__fail","s__env","s__hang","s__crash","s__rpc_error","s__garbage","s__change","s__big","s__ping_me","finish","ask_human"]'
 	# a plan phase does not start an implement-only server
@@ -687,7 +687,7 @@ plan_state() {
 	mock '[{"tool_calls":[{"name":"t__echo","input":{"text":"the real one"}}]},{"tool_calls":[{"name":"finish","input":{"summary":"nothing to do"}}]}]'
 	run -0 --separate-stderr forge-implement <"$BATS_TEST_TMPDIR/plan.json"
 	EVENTS=$output
-	[ -f "$REPO/.forge/worktrees/T1/mcp_time.py" ]
+	[ -f "$(run_worktree T1)/mcp_time.py" ]
 	# (before: started in the worktree, python3 -m ran the model's module instead)
 	[ ! -e "$BATS_TEST_TMPDIR/planted-ran" ]
 	event tool.executed | jq -e '.tool == "t__echo" and .kind == "ok"'

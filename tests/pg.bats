@@ -494,7 +494,7 @@ setup() {
 	export FORGE_PROVIDER=replay FORGE_CASSETTE="$CASSETTES/run-clean.jsonl"
 	run -0 --separate-stderr forge run "add a mul operation" </dev/null
 	T=$(forge history --json -n 1 | jq -r .trace_id)
-	wt="$REPO/.forge/worktrees/$T"
+	wt="$(run_worktree "$T")"
 	[ -d "$wt" ]
 	run -0 --separate-stderr forge gc --dry-run
 	assert_output "nothing to remove"

@@ -204,7 +204,7 @@ tool_result() {
 	refute_output --partial UNCOMMITTED_EDIT
 	assert_output --partial "make check"
 	run -0 bash -c "curl -sS '$MOCK_URL/_mock/requests' | jq -r '.[0].body.messages[0].content'"
-	assert_output --partial "root: $REPO/.forge/worktrees/$T"
+	assert_output --partial "root: $(run_worktree "$T")"
 	assert_output --partial "tests/check.sh"
 	refute_output --partial STAGED.md
 	refute_output --partial LATER.md

@@ -31,7 +31,7 @@ setup_file() {
 			forge run "$TASK_EVIL" </dev/null >"$SHARED/run.out" 2>&1 || rc=$?
 		echo $rc >"$SHARED/run.rc"
 		T=$(forge history --json -n 1 | jq -r .trace_id)
-		wt="$SHARED/calc/.forge/worktrees/$T"
+		wt="$(run_worktree "$T" "$SHARED/calc")"
 		printf '%s\n' "$DIFF_EVIL" >"$wt/evil.html"
 		git -C "$wt" add evil.html && git -C "$wt" commit -q -m "a file with a script"
 		forge report "$T" >"$SHARED/run.html" 2>"$SHARED/report.err" || echo "report failed: $?" >>"$SHARED/run.out"

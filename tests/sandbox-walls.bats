@@ -1190,7 +1190,7 @@ echo "{\"sandbox\":{\"namespaces\":\"off\"}}" >.forge/config.json; echo forge=$?
 	run -3 --separate-stderr forge run "add mul" --phases plan,implement --auto-approve </dev/null
 	[[ $output =~ next\ +forge\ resume ]]
 	T=$(forge history --json -n 1 | jq -r .trace_id)
-	W=$(ls -d "$UD"/calc/.forge/worktrees/*)
+	W=$(run_worktree "$T" "$UD/calc")
 	[ -L "$W/tests" ]
 	mock_script "[$refl,{\"tool_calls\":[{\"name\":\"finish\",\"input\":{\"summary\":\"done\"}}]}]"
 	run -0 --separate-stderr forge resume "$T" </dev/null
@@ -1202,4 +1202,46 @@ echo "{\"sandbox\":{\"namespaces\":\"off\"}}" >.forge/config.json; echo forge=$?
 	ref=$(git -C "$UD/calc" for-each-ref --format='%(refname)' 'refs/forge/*/saved/1')
 	run -0 git -C "$UD/calc" ls-tree "$ref" tests
 	[[ $output == "120000 "* ]]
+}
+
+# other_runs_unseen [TOOL-RUN OPTIONS]: two runs' worktrees of a repository
+# in the default place, ~/.local/state/forge/worktrees/KEY/TRACE, and one of
+# another repository's; ~/.local/bin in PATH lends ~/.local (its state
+# left out).  A command in run A reads what ~/.local lends and writes in its
+# own worktree; it cannot list or read run B's, nor the other repository's.
+other_runs_unseen() {
+	export HOME="$UD/home"
+	unset FORGE_WORKTREES XDG_STATE_HOME
+	mkdir -p "$HOME/.local/bin" "$HOME/.local/share"
+	echo LENT >"$HOME/.local/share/lent.txt"
+	local base="$HOME/.local/state/forge/worktrees" runs
+	runs="$base/calc-0123456789abcdef"
+	[ -d "$UD/calc" ] || calc_repo "$UD/calc"
+	[ -d "$runs/A" ] || git -C "$UD/calc" worktree add -q -b forge/A "$runs/A"
+	[ -d "$runs/B" ] || git -C "$UD/calc" worktree add -q -b forge/B "$runs/B"
+	echo "RUN-B-WORK" >"$runs/B/uncommitted.txt"
+	mkdir -p "$base/other-fedcba9876543210/X" && echo "OTHER-REPO" >"$base/other-fedcba9876543210/X/f"
+	json_quote "cat $HOME/.local/share/lent.txt; ls $runs; cat $runs/B/uncommitted.txt $runs/B/calc.c; cat $base/other-fedcba9876543210/X/f; echo mine >own.txt && cat own.txt; head -1 calc.c"
+	run -0 --separate-stderr env PATH="$HOME/.local/bin:$PATH" "$UD/bin/tool-run" -C "$runs/A" --tmp "$UD/tmp" \
+		"$@" run_command "{\"command\":$REPLY}"
+	text=$(jq -r '.output // .error' <<<"$output")
+	[[ $text == *LENT* ]]                   # ~/.local is lent (before: left out, the worktree in it)
+	[[ $text == *mine* ]]                   # its own worktree: readable, writable
+	[ "$(cat "$runs/A/own.txt")" = mine ]
+	[[ $text != *RUN-B-WORK* ]] && [[ $text != *OTHER-REPO* ]]
+	[ "$(grep -c '^/\* calc' <<<"$text")" -eq 1 ]   # only A's calc.c
+	! grep -qx B <<<"$text"                 # B is not listed
+}
+
+@test "root: a command in a run's worktree cannot list or read the other runs' worktrees, its own stays writable, ~/.local is still lent" {
+	namespaces_or_skip
+	[ "$(id -u)" = 0 ] || skip "not running as root"
+	other_runs_unseen
+}
+
+@test "root, without namespaces: a command in a run's worktree cannot list or read the other runs' worktrees, its own stays writable" {
+	[ "$(id -u)" = 0 ] || skip "not running as root"
+	run -0 "$FORGE_TESTBIN/tool-run" --features
+	[ "$(jq -r .landlock.available <<<"$output")" = true ] || skip "no Landlock here"
+	other_runs_unseen --sandbox '{"namespaces":"off"}'
 }

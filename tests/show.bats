@@ -43,15 +43,20 @@ setup() {
 	cp -a "$SHARED/calc" "$REPO"
 	cp "$SHARED/forge.db" "$FORGE_DB"
 	cd "$REPO"
-	# the copied worktrees point at the shared repository (libgit2 writes
-	# absolute paths): relink them (not with git worktree repair, which
-	# rewrites the shared side too)
-	local wt t
-	for wt in "$REPO"/.forge/worktrees/*/; do
+	# the runs' worktrees copied into this copy's own runs dir, out of the
+	# checkout as Forge makes them; they point at the shared repository
+	# (libgit2 writes absolute paths): relink them (not with git worktree
+	# repair, which rewrites the shared side too)
+	local wt t runs
+	runs=$(runs_dir)
+	mkdir -p "$runs"
+	cp -a "$SHARED"/worktrees/calc-*/. "$runs/"
+	echo "$REPO" >"$runs/root"
+	for wt in "$runs"/*/; do
 		t=${wt%/}
 		t=${t##*/}
 		echo "gitdir: $REPO/.git/worktrees/$t" >"$wt.git"
-		echo "$REPO/.forge/worktrees/$t/.git" >"$REPO/.git/worktrees/$t/gitdir"
+		echo "${wt}.git" >"$REPO/.git/worktrees/$t/gitdir"
 		echo "$REPO/.git/" >"$REPO/.git/worktrees/$t/commondir"
 	done
 	T1=$(forge history --json | jq -r 'select(.status == "completed") | .trace_id')
@@ -199,7 +204,7 @@ setup() {
 	forge-plan -q --task "add a mul operation" | forge-events store | forge-implement -q >"$BATS_TEST_TMPDIR/out.jsonl"
 	local t wt
 	t=$(tail -n 1 "$BATS_TEST_TMPDIR/out.jsonl" | jq -r .trace_id)
-	wt="$REPO/.forge/worktrees/$t"
+	wt="$(run_worktree "$t")"
 	git rev-parse -q --verify "forge/$t" >/dev/null
 	run -0 --separate-stderr forge show "$t"
 	[[ $output == *"status    none: not a forge run but a trace of phases run by hand (a shell pipeline)"* ]]
@@ -277,7 +282,7 @@ setup() {
 }
 
 @test "forge diff: a binary file and a Latin-1 one in the patch as git apply takes them" {
-	wt="$REPO/.forge/worktrees/$T1"
+	wt="$(run_worktree "$T1")"
 	git -C "$wt" checkout -q "forge/$T1" 2>/dev/null || true
 	printf '\x00\x01\x02\xff binary' >"$wt/logo.bin"
 	printf 'caf\351 au lait\n' >"$wt/latin1.txt"
@@ -626,10 +631,10 @@ setup() {
 
 @test "forge merge: a file git does not track in the way is named, exit 2, nothing changed; then it merges" {
 	# the run's branch adds NOTES.md; the checkout has one of its own, untracked
-	git -C "$REPO/.forge/worktrees/$T1" checkout -q "forge/$T1" 2>/dev/null || true
-	echo "from the run" >"$REPO/.forge/worktrees/$T1/NOTES.md"
-	git -C "$REPO/.forge/worktrees/$T1" add NOTES.md
-	git -C "$REPO/.forge/worktrees/$T1" commit -q -m notes
+	git -C "$(run_worktree "$T1")" checkout -q "forge/$T1" 2>/dev/null || true
+	echo "from the run" >"$(run_worktree "$T1")/NOTES.md"
+	git -C "$(run_worktree "$T1")" add NOTES.md
+	git -C "$(run_worktree "$T1")" commit -q -m notes
 	echo "my own notes" >NOTES.md
 	run -2 --separate-stderr forge merge "$T1"
 	# (before: exit 5 and libgit2's "1 conflict prevents checkout")
@@ -651,7 +656,7 @@ setup() {
 	echo settings.json >>"$(git rev-parse --git-common-dir)/info/exclude"
 	echo '{"my": "local settings"}' >settings.json
 	[ -z "$(git status --porcelain)" ]
-	wt="$REPO/.forge/worktrees/$T1"
+	wt="$(run_worktree "$T1")"
 	git -C "$wt" checkout -q "forge/$T1" 2>/dev/null || true
 	echo '{"default": true}' >"$wt/settings.json"
 	git -C "$wt" add -f settings.json && git -C "$wt" commit -q -m settings
@@ -661,7 +666,7 @@ setup() {
 }
 
 @test "forge merge of a run that makes a directory a file, with what git does not track or ignores in it: exit 2 naming it, nothing changed; then it merges" {
-	wt="$REPO/.forge/worktrees/$T1"
+	wt="$(run_worktree "$T1")"
 	git -C "$wt" checkout -q "forge/$T1" 2>/dev/null || true
 	git -C "$wt" rm -q -r tests
 	echo "now a file" >"$wt/tests"
@@ -758,7 +763,7 @@ setup() {
 
 @test "forge gc: only cancelled, failed and merged runs; --dry-run removes nothing; forge clean is the same" {
 	own_tmpdir
-	wt1="$REPO/.forge/worktrees/$T1" wt2="$REPO/.forge/worktrees/$T2"
+	wt1="$(run_worktree "$T1")" wt2="$(run_worktree "$T2")"
 	[ -d "$wt1" ]
 	[ -d "$wt2" ]
 	# completed-unmerged and paused: left alone
@@ -806,13 +811,13 @@ setup() {
 @test "forge gc skips a run whose branch is checked out, says so, and goes on with the others (exit 0, only what went counted)" {
 	own_tmpdir
 	run -0 forge merge "$T1"
-	git worktree remove --force "$REPO/.forge/worktrees/$T1"
+	git worktree remove --force "$(run_worktree "$T1")"
 	git switch -q "forge/$T1"	# the person looks at the run's branch
 	sqlite3 "$FORGE_DB" "update runs set status = 'failed' where id = '$T2'"
 	run -0 --separate-stderr forge gc --resumable
 	assert_output "$(printf '%s\n' "run $T1 (merged):" \
 		"kept branch forge/$T1: it is checked out in $REPO (switch that checkout to another branch, then forge gc)" \
-		"run $T2 (failed):" "removed worktree $REPO/.forge/worktrees/$T2" "deleted refs/heads/forge/$T2" \
+		"run $T2 (failed):" "removed worktree $(run_worktree "$T2")" "deleted refs/heads/forge/$T2" \
 		"deleted refs/forge/$T2/base" "removed 3 things of 1 run")"
 	[ -z "$stderr" ]
 	git rev-parse -q --verify "refs/heads/forge/$T1" >/dev/null
@@ -826,7 +831,7 @@ setup() {
 @test "forge gc keeps a merged run whose branch has commits made since the merge" {
 	own_tmpdir
 	run -0 forge merge "$T1"
-	wt="$REPO/.forge/worktrees/$T1"
+	wt="$(run_worktree "$T1")"
 	echo "a follow-up" >>"$wt/README.md"
 	git -C "$wt" commit -qam "follow-up on the run's branch"
 	tip=$(git rev-parse "forge/$T1")
@@ -842,7 +847,7 @@ setup() {
 @test "forge gc leaves a run worktree the person locked (git worktree lock), saying why" {
 	own_tmpdir
 	run -0 forge merge "$T1"
-	wt="$REPO/.forge/worktrees/$T1"
+	wt="$(run_worktree "$T1")"
 	echo data >"$wt/bench.log"
 	git worktree lock --reason "keep: benchmarking" "$wt"
 	run -0 forge gc
@@ -938,7 +943,7 @@ merge_deploy_run() {
 }
 
 @test "forge cancel removes the run's worktree; a branch without commits goes, uncommitted work is kept on a ref" {
-	wt2="$REPO/.forge/worktrees/$T2"
+	wt2="$(run_worktree "$T2")"
 	echo "half done" >"$wt2/WIP"
 	run -0 --separate-stderr forge cancel "${T2:0:20}"
 	assert_line "cancelled $T2"
@@ -956,7 +961,7 @@ merge_deploy_run() {
 
 @test "forge cancel keeps a branch with commits (forge diff shows them; gc removes it)" {
 	own_tmpdir
-	wt2="$REPO/.forge/worktrees/$T2"
+	wt2="$(run_worktree "$T2")"
 	echo "a commit" >"$wt2/DONE"
 	git -C "$wt2" add DONE && git -C "$wt2" commit -q -m done
 	run -0 --separate-stderr forge cancel "$T2"
@@ -993,7 +998,7 @@ merge_deploy_run() {
 		values ('$T2', 'FAR', 4242, 'elsewhere.invalid', 'forge-supervisor', '$now', '$now')"
 	run -0 --separate-stderr forge cancel "$T2"
 	assert_line "cancelled $T2"
-	wt2="$REPO/.forge/worktrees/$T2"
+	wt2="$(run_worktree "$T2")"
 	[ -d "$wt2" ]
 	run -0 forge show "$T2"
 	assert_line "next      forge gc"
@@ -1055,7 +1060,7 @@ PY
 }
 
 @test "forge show's changes and forge diff --stat pad file names by columns: accented and wide names keep the counts in line" {
-	wt="$REPO/.forge/worktrees/$T1"
+	wt="$(run_worktree "$T1")"
 	git -C "$wt" checkout -q "forge/$T1" 2>/dev/null || true
 	mkdir -p "$wt/docs"
 	for f in plain.txt café.txt 説明書.md; do echo x >"$wt/docs/$f"; done
@@ -1075,7 +1080,7 @@ PY
 }
 
 @test "forge show's changes and forge diff --stat: a name holding a newline or an escape is one entry, quoted as git quotes it" {
-	wt="$REPO/.forge/worktrees/$T1"
+	wt="$(run_worktree "$T1")"
 	git -C "$wt" checkout -q "forge/$T1" 2>/dev/null || true
 	mkdir -p "$wt/docs"
 	echo x >"$wt/docs/$(printf 'a\nM  b.txt')"

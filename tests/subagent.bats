@@ -219,7 +219,7 @@ tests/check.sh"
 	# its post-index-change hook and fsmonitor, as the user, with the key)
 	[ -s "$BATS_TEST_TMPDIR/git-env" ]
 	run -1 grep -c sk-ant-canary "$BATS_TEST_TMPDIR/git-env"
-	[ -x .forge/worktrees/T4/.githooks/post-checkout ]   # the model's hooks are there
+	[ -x "$(run_worktree T4)/.githooks/post-checkout" ]   # the model's hooks are there
 	[ ! -e "$ran" ]
 	run -0 git show forge/T4:NOTE.txt
 }
@@ -318,7 +318,7 @@ tests/check.sh"
 	tail -n 1 <<<"$output" | jq -e '.status == "ok"'
 	# what it was given (subagent.schema.json $defs/task): the parent's
 	# worktree to read, half the phase's budget, the time the phase has left
-	jq -e --arg wt "$REPO/.forge/worktrees/T6" '.root == $wt and .mode == "read" and
+	jq -e --arg wt "$(run_worktree T6)" '.root == $wt and .mode == "read" and
 	  .tools == ["read_file","grep"] and .phase == "implement" and .call_phase == "implement-sub" and
 	  .number == 1 and .parent == {"trace_id":"T6","span":null,"depth":0} and
 	  .budget_usd > 4.99 and .budget_usd <= 5 and .time_s > 3000 and .time_s <= 3600 and (has("base") | not)' \
@@ -359,7 +359,7 @@ tests/check.sh"
 		printf '{"kind":"subagent_result","span":"%s","status":"ok","summary":"s","output":"o","cost":{"usd":0.5,"tokens":7},"iterations":1}\n' "$span"
 	EOF
 	chmod +x "$BATS_TEST_TMPDIR/bin/forge-agent"
-	export PARENT_WT="$REPO/.forge/worktrees/T9"
+	export PARENT_WT="$(run_worktree T9)"
 	echo '{"memory":{"reflect":false}}' >"$CFG"   # no reflection call on the tool error
 	mock_script '[{"tool_calls":[{"name":"delegate","input":{"task":"Edit.","mode":"write"}}]},
 		{"tool_calls":[{"name":"finish","input":{"summary":"done"}}]}]'
@@ -424,7 +424,7 @@ delegate: refused: the sub-agent cannot have 'write_file': it needs a human's ap
 	  index("run_command") == null and index("write_file") == null and index("edit_file") != null'
 	events_of tool.failed | jq -e 'select(.payload.tool == "run_command") | .span != null and
 	  .payload.error == "this tool was not given to this sub-agent; use the tools it has"'
-	[ ! -e "$REPO/.forge/worktrees/T9/child_ran.txt" ]
+	[ ! -e "$(run_worktree T9)/child_ran.txt" ]
 	run -0 git -C "$REPO" ls-tree -r --name-only forge/T9
 	refute_line child_ran.txt
 }

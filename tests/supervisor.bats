@@ -461,7 +461,7 @@ branch_log() {
 	run -4 --separate-stderr forge run -q "add a mul operation" </dev/null
 	T=$(last_trace)
 	C=$(forge status --json "$T" | jq -r .state.changes.commit)
-	git -C "$REPO" worktree remove --force ".forge/worktrees/$T"
+	git -C "$REPO" worktree remove --force "$(run_worktree "$T")"
 	git -C "$REPO" branch -q -D "forge/$T"
 	run -0 forge gate approve "$(forge gate list --json | jq -r .id)"
 	run -0 --separate-stderr forge resume "$T" </dev/null
@@ -986,7 +986,7 @@ branch_log() {
 	T=$(last_trace)
 	run -0 forge status --json "$T"
 	jq -e --arg f "$feature" '.state.task.base_commit == $f and .state.task.base_branch == "feature"' <<<"$output"
-	[ -d "$REPO/.forge/worktrees/$T" ]        # .forge stays in the main working tree
+	[ -d "$(run_worktree "$T")" ]        # .forge stays in the main working tree
 	git checkout -q calc.c
 	run -0 --separate-stderr forge merge "$T"
 	[[ $output == "merged forge/$T into feature (fast-forward) at "* ]]
@@ -1011,19 +1011,23 @@ branch_log() {
 	# forge-plan "'…/proj' is not in a git repository", exit 5)
 	T=$(last_trace)
 	[ "$(ls -A "$BATS_TEST_TMPDIR/proj")" = "$(printf 'main\nrepo.git')" ]
-	[ -d ".forge/worktrees/$T" ]
-	[ "$(git -C ".forge/worktrees/$T" rev-parse --git-common-dir)" = "$BATS_TEST_TMPDIR/proj/repo.git" ]
+	# the runs' worktrees in a runs dir of this checkout's own, which names it
+	WT=$(run_worktree "$T" .)
+	[ -d "$WT" ]
+	[ "$(dirname "$(dirname "$WT")")" = "$FORGE_WORKTREES" ]
+	[ "$(cat "$(dirname "$WT")/root")" = "$PWD" ]
+	[ "$(git -C "$WT" rev-parse --git-common-dir)" = "$BATS_TEST_TMPDIR/proj/repo.git" ]
 	run -0 forge status --json "$T"
 	jq -e --arg r "$PWD" '.run.status == "completed" and .state.task.repo == $r' <<<"$output"
 	run -0 forge events replay "$T"
 	jq -s -e '[.[] | select(.type == "test.started") | .payload.source] == ["config"]' <<<"$output"
 	# from inside the run's worktree the root is still this checkout
-	(cd ".forge/worktrees/$T" && forge status --json "$T") | jq -e --arg t "$T" '.run.trace_id == $t'
+	(cd "$WT" && forge status --json "$T") | jq -e --arg t "$T" '.run.trace_id == $t'
 	run -0 --separate-stderr forge merge "$T"
 	[[ $output == "merged forge/$T into main (fast-forward) at "* ]]
 	grep -q calc_mul calc.c
 	run -0 --separate-stderr forge gc
-	[ ! -e ".forge/worktrees/$T" ]
+	[ ! -e "$WT" ]
 	# --separate-git-dir: its linked worktree (its main working tree no file names)
 	mkdir "$BATS_TEST_TMPDIR/gitdirs"
 	git init -q -b main --separate-git-dir "$BATS_TEST_TMPDIR/gitdirs/sep.git" "$BATS_TEST_TMPDIR/sep"
@@ -1034,9 +1038,44 @@ branch_log() {
 	run -0 --separate-stderr forge run "add a mul operation" </dev/null
 	T=$(last_trace)
 	[ "$(ls -A "$BATS_TEST_TMPDIR/gitdirs")" = sep.git ]
-	[ "$(git -C ".forge/worktrees/$T" rev-parse --abbrev-ref HEAD)" = "forge/$T" ]
+	WT=$(run_worktree "$T" .)
+	[ "$(cat "$(dirname "$WT")/root")" = "$PWD" ]
+	[ "$(git -C "$WT" rev-parse --abbrev-ref HEAD)" = "forge/$T" ]
+	(cd "$WT" && forge status --json "$T") | jq -e --arg t "$T" '.run.trace_id == $t'
 	run -0 forge status --json "$T"
 	jq -e --arg r "$PWD" '.run.status == "completed" and .state.task.repo == $r and .state.task.base_branch == "other"' <<<"$output"
+}
+
+@test "a run begun in the checkout's .forge/worktrees (an older Forge's place, or no state directory) is resumed, shown and removed there; a new run's worktree is out of the checkout" {
+	replay run-highrisk.jsonl
+	# no FORGE_WORKTREES, XDG_STATE_HOME nor absolute HOME: the legacy place
+	run -4 --separate-stderr env -u FORGE_WORKTREES -u XDG_STATE_HOME HOME=relative \
+		forge run --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null
+	T=$(last_trace)
+	[ -f "$REPO/.forge/worktrees/$T/calc.c" ]
+	[ "$(run_worktree "$T")" = "$REPO/.forge/worktrees/$T" ]
+	run -0 --separate-stderr forge show "$T"
+	# a run begun now (FORGE_WORKTREES set) is made out of the checkout
+	G=$(forge gate list --json | jq -r .id)
+	run -4 --separate-stderr forge run --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null
+	T2=$(last_trace)
+	[ "$(run_worktree "$T2")" = "$(runs_dir)/$T2" ]
+	[ -d "$(runs_dir)/$T2" ] && [ ! -e "$REPO/.forge/worktrees/$T2" ]
+	run -0 --separate-stderr forge cancel "$T2"
+	[ ! -e "$(runs_dir)/$T2" ]
+	# the older one is resumed where it is, and goes from there
+	forge gate approve "$G" >/dev/null
+	run -0 --separate-stderr forge resume --config "$CONFIGS/high-risk.json" "$T" </dev/null
+	run -0 forge status --json "$T"
+	jq -e --arg wt "$REPO/.forge/worktrees/$T" '.run.status == "completed" and .state.task.worktree == $wt' <<<"$output"
+	[ "$(git -C "$REPO/.forge/worktrees/$T" log --format=%s -1)" = "forge: add a mul operation (attempt 1)" ]
+	run -0 --separate-stderr forge diff "$T"
+	[[ $output == *calc_mul* ]]
+	run -0 --separate-stderr forge merge "$T"
+	run -0 --separate-stderr forge gc
+	assert_line "removed worktree $REPO/.forge/worktrees/$T"
+	[ ! -e "$REPO/.forge/worktrees/$T" ]
+	[ "$(git -C "$REPO" worktree list | wc -l)" -eq 1 ]
 }
 
 @test "a paused run of a repository that moved resumes in its new place" {
@@ -1044,12 +1083,24 @@ branch_log() {
 	run -4 --separate-stderr forge run --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null
 	T=$(last_trace)
 	forge gate approve "$(forge gate list --json | jq -r .id)" >/dev/null
+	wt=$(run_worktree "$T")
+	[ "$(dirname "$wt")" = "$(runs_dir)" ]
 	cd "$BATS_TEST_TMPDIR" && mv "$REPO" "$BATS_TEST_TMPDIR/moved" && cd "$BATS_TEST_TMPDIR/moved"
+	# the checkout's runs dir is another now; the run's worktree stays where
+	# it was made, found through git's record of it
+	[ "$(runs_dir .)" != "$(dirname "$wt")" ]
+	run -0 forge status --json "$T"
+	jq -e --arg wt "$wt" '.state.task.worktree == $wt' <<<"$output"
+	run -0 --separate-stderr forge show "$T"
+	run -0 --separate-stderr forge diff "$T"
 	# (before: exit 5 on every resume, "cannot use repository '<old path>'")
 	run -0 --separate-stderr forge resume --config "$CONFIGS/high-risk.json" "$T" </dev/null
 	run -0 forge status --json "$T"
-	jq -e --arg r "$BATS_TEST_TMPDIR/moved" '.run.status == "completed" and .state.task.repo == $r and
-		.state.task.worktree == $r + "/.forge/worktrees/" + .state.trace_id' <<<"$output"
+	jq -e --arg r "$BATS_TEST_TMPDIR/moved" --arg wt "$wt" '.run.status == "completed" and .state.task.repo == $r and
+		.state.task.worktree == $wt' <<<"$output"
+	# linked back to the moved repository; its runs dir names it
+	[ "$(git -C "$wt" rev-parse --git-common-dir)" = "$BATS_TEST_TMPDIR/moved/.git" ]
+	[ "$(cat "$(dirname "$wt")/root")" = "$BATS_TEST_TMPDIR/moved" ]
 	run -0 forge events replay "$T"
 	jq -s -e --arg r "$BATS_TEST_TMPDIR/moved" '[.[] | select(.type == "run.adopted") | .payload.repo] == [$r]' <<<"$output"
 	[ "$(git log --format=%s -1 "forge/$T")" = "forge: add a mul operation (attempt 1)" ]
@@ -1068,6 +1119,10 @@ branch_log() {
 	[ "$(git log --format=%s -1 "forge/$T")" = "forge: add a mul operation (attempt 1)" ]
 	run -0 forge status --json "$T"
 	jq -e --arg r "$BATS_TEST_TMPDIR/copy" '.run.status == "completed" and .state.task.repo == $r' <<<"$output"
+	# the copy's worktree is its own; the original's is left as it was, still git's
+	[ "$(run_worktree "$T" .)" = "$(runs_dir .)/$T" ]
+	[ "$(git -C "$(run_worktree "$T")" rev-parse --git-common-dir)" = "$REPO/.git" ]
+	[ "$(git -C "$(run_worktree "$T")" rev-parse HEAD)" = "$orig" ]
 }
 
 @test "an edit made in a paused run's worktree is kept on a ref and named on stderr when the run resumes" {
@@ -1075,9 +1130,9 @@ branch_log() {
 	run -4 --separate-stderr forge run --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null
 	T=$(last_trace)
 	forge gate approve "$(forge gate list --json | jq -r .id)" >/dev/null
-	echo "my note" >"$REPO/.forge/worktrees/$T/NOTE"
-	git -C "$REPO/.forge/worktrees/$T" add NOTE
-	git -C "$REPO/.forge/worktrees/$T" commit -q -m "a person's commit"
+	echo "my note" >"$(run_worktree "$T")/NOTE"
+	git -C "$(run_worktree "$T")" add NOTE
+	git -C "$(run_worktree "$T")" commit -q -m "a person's commit"
 	run -0 --separate-stderr forge resume --config "$CONFIGS/high-risk.json" "$T" </dev/null
 	# (before: only a worktree.recovered event said where it went)
 	[[ $stderr == *"forge resume: the run's worktree had changes its last checkpoint does not have: kept on refs/forge/$T/saved/1"* ]]
@@ -1088,7 +1143,7 @@ branch_log() {
 	replay run-highrisk.jsonl
 	run -4 --separate-stderr forge run --config "$CONFIGS/high-risk.json" "add a mul operation" </dev/null
 	T=$(last_trace)
-	wt="$REPO/.forge/worktrees/$T"
+	wt="$(run_worktree "$T")"
 	forge gate approve "$(forge gate list --json | jq -r .id)" >/dev/null
 	head=$(git rev-parse "forge/$T")
 	echo "my note" >"$wt/NOTE"
@@ -1370,7 +1425,7 @@ no_first_checkpoint() {
 
 # nothing_made: no run row, no worktree, no forge/* branch.
 nothing_made() {
-	[ ! -e "$REPO/.forge/worktrees" ] || [ -z "$(ls -A "$REPO/.forge/worktrees")" ]
+	no_run_worktrees
 	[ -z "$(git -C "$REPO" branch --list 'forge/*')" ]
 	[ "$(git -C "$REPO" worktree list | wc -l)" -eq 1 ]
 	if [ -e "$REPO/.forge/forge.db" ]; then
@@ -1414,7 +1469,7 @@ nothing_made() {
 	run -0 --separate-stderr forge run --phases plan "add a mul operation" </dev/null
 	t=$(last_trace)
 	# the run's work, as implement would have committed it
-	wt="$EMPTY/.forge/worktrees/$t"
+	wt="$(run_worktree "$t" "$EMPTY")"
 	echo hello >"$wt/NEW.txt"
 	git -C "$wt" add NEW.txt && git -C "$wt" commit -qm "the run's work"
 	run -0 --separate-stderr forge merge "$t"

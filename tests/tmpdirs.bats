@@ -60,10 +60,10 @@ command_step() {
 	pid=$!
 	# wait for the command to have started (the file it makes in the worktree)
 	for _ in $(seq 600); do
-		compgen -G "$REPO/.forge/worktrees/*/started.mark" >/dev/null && break
+		compgen -G "$(runs_dir)/*/started.mark" >/dev/null && break
 		sleep 0.1
 	done
-	compgen -G "$REPO/.forge/worktrees/*/started.mark" >/dev/null
+	compgen -G "$(runs_dir)/*/started.mark" >/dev/null
 	[ -n "$(leftovers)" ]	# the temp dir exists while the phase runs
 	kill -TERM "$pid"
 	rc=0

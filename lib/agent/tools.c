@@ -398,23 +398,20 @@ out:
 static struct forge_git_worktree *open_run_worktree(struct forge_git **g, const char *root)
 {
 	struct forge_git_worktree *wt = NULL;
-	struct buf expect = BUF_INIT;
 	const char *base = strrchr(root, '/');
 
 	*g = NULL;
 	if (forge_git_open(g, root) < 0)
 		return NULL;
 	base = base ? base + 1 : root;
-	buf_addf(&expect, "%s/.forge/worktrees/%s", forge_git_root(*g), base);
 	/* (the directory is named by the run's name, forge_git_run_name,
 	 * which opens the same worktree as the trace it was made for) */
-	if (strcmp(expect.buf, root) != 0 || !forge_git_run_name_valid(base)) {
-		forge_error("'%s' is not a run's worktree (.forge/worktrees/TRACE); git tools work in a run",
-			    root);
+	if (!forge_git_is_run_worktree(*g, root) || !forge_git_run_name_valid(base)) {
+		forge_error("'%s' is not a run's worktree (%s/TRACE); git tools work in a run", root,
+			    forge_git_runs_dir(*g));
 	} else if (forge_git_worktree_open(&wt, *g, base, NULL) < 0) {
 		wt = NULL;
 	}
-	buf_release(&expect);
 	return wt;
 }
 

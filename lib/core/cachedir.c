@@ -58,6 +58,25 @@ char *cache_path(const char *name)
 	return buf_detach(&b, NULL);
 }
 
+char *worktrees_base(void)
+{
+	const char *own = getenv("FORGE_WORKTREES"), *xdg = getenv("XDG_STATE_HOME");
+	const char *home = home_dir();
+	struct buf b = BUF_INIT;
+
+	if (own && own[0] == '/')
+		buf_adds(&b, own);
+	else if (xdg && xdg[0] == '/')
+		buf_addf(&b, "%s/forge/worktrees", xdg);
+	else if (home && is_dir(home))
+		buf_addf(&b, "%s/.local/state/forge/worktrees", home);
+	else
+		return NULL;
+	while (b.len > 1 && b.buf[b.len - 1] == '/')
+		b.buf[--b.len] = '\0';
+	return buf_detach(&b, NULL);
+}
+
 int cache_mkdirs(const char *path)
 {
 	char *p = strdup(path);

@@ -23,6 +23,18 @@ const char *home_dir(void);
  * or the directory XDG_CACHE_HOME is in.  Nothing is created. */
 char *cache_path(const char *name);
 
+/*
+ * Where runs' worktrees are made, a directory per repository beneath it
+ * (git/git.h forge_git_runs_dir): $FORGE_WORKTREES when it is an absolute
+ * path, else $XDG_STATE_HOME/forge/worktrees (an absolute XDG_STATE_HOME),
+ * else ~/.local/state/forge/worktrees when HOME (home_dir) is a directory
+ * that is there.  Outside every checkout, where the project's test runners
+ * never look.  malloc'd, no trailing slash; NULL when none of them says
+ * where (the caller falls back on the checkout's .forge/worktrees).
+ * Nothing is created.
+ */
+char *worktrees_base(void);
+
 /* mkdir -p the directories above path (mode 0700 for new ones); 0, or -1
  * with errno. */
 int cache_mkdirs(const char *path);

@@ -4,6 +4,7 @@
 #include "git/git_internal.h"
 
 #include "core/buf.h"
+#include "core/cachedir.h"
 #include "core/forge.h"
 #include "core/forgedir.h"
 #include "core/json.h"
@@ -500,13 +501,73 @@ static void strip_slash(char *s)
 		s[--n] = '\0';
 }
 
-/* Whether dir is one of Forge's run worktrees of the main tree root
- * (<root>/.forge/worktrees/TRACE). */
-static bool is_run_worktree(const char *root, const char *dir)
+char *forge_git_legacy_runs_dir(const char *root)
 {
-	size_t n = strlen(root);
+	return forge_git_path(root, ".forge/worktrees");
+}
 
-	return strncmp(dir, root, n) == 0 && strncmp(dir + n, "/.forge/worktrees/", 18) == 0;
+bool forge_git_directly_in(const char *path, const char *dir)
+{
+	size_t n = strlen(dir), m;
+
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	if (strncmp(path, dir, n) != 0 || path[n] != '/')
+		return false;
+	path += n + 1;
+	m = strlen(path);
+	while (m > 0 && path[m - 1] == '/')
+		m--;
+	return m > 0 && !memchr(path, '/', m);
+}
+
+static bool ascii_alnum(char c);
+
+#define RUNS_KEY_NAME_MAX 32      /* bytes of the checkout's name in a runs dir's */
+#define RUNS_KEY_HASH_HEX 16
+
+bool forge_git_runs_key_shaped(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n < RUNS_KEY_HASH_HEX + 2 || name[n - RUNS_KEY_HASH_HEX - 1] != '-')
+		return false;
+	for (const char *h = name + n - RUNS_KEY_HASH_HEX; *h; h++)
+		if (!(*h >= '0' && *h <= '9') && !(*h >= 'a' && *h <= 'f'))
+			return false;
+	return true;
+}
+
+/* Whether dir is a run's worktree directly in a runs dir of the worktrees
+ * base (base/KEY/NAME): this repository's, or the one it had before its
+ * checkout moved (another KEY). */
+static bool in_runs_base(const char *base, const char *dir)
+{
+	char *d = xstrdup(dir), *parent, *key;
+	bool is = false;
+
+	strip_slash(d);
+	parent = path_parent(d);
+	key = strrchr(parent, '/');
+	if (base && key && forge_git_directly_in(parent, base) && forge_git_runs_key_shaped(key + 1) &&
+	    forge_git_directly_in(d, parent))
+		is = true;
+	free(parent);
+	free(d);
+	return is;
+}
+
+/* Whether dir is one of Forge's run worktrees of g's repository: directly
+ * in g->runs, in another runs dir of the base (a checkout moved since its
+ * run began), or in an older Forge's <root>/.forge/worktrees.  By path. */
+static bool is_run_worktree(const struct forge_git *g, const char *dir)
+{
+	char *legacy = forge_git_legacy_runs_dir(g->root);
+	bool is = forge_git_directly_in(dir, g->runs) || forge_git_directly_in(dir, legacy) ||
+		  in_runs_base(g->runs_base, dir);
+
+	free(legacy);
+	return is;
 }
 
 /* ---- ownership: git's safe.directory ------------------------------------ */
@@ -1025,30 +1086,123 @@ static bool same_dir(const char *a, const char *b)
 }
 
 /*
+ * Where the runs' worktrees of the repository rooted at root are made:
+ * base/KEY (base: worktrees_base, its real path), KEY the checkout's name
+ * (at most 32 bytes, each byte but [A-Za-z0-9._-] as '_') and 16 hex
+ * digits of the SHA-256 of the real path of the repository's common git
+ * directory -- and of root, when root is not the main working tree (a
+ * bare repository's or a --separate-git-dir one's linked worktree: each
+ * such checkout has runs of its own, and KEY/root names it).  Outside the
+ * checkout, where none of its test runners, linters or `git clean -x`
+ * looks (in the checkout's .forge/ jest and vitest took every run's copy of
+ * the tests for the project's own; in .git/ jest finds none in a run's).
+ * With no base: the legacy <root>/.forge/worktrees.  malloc'd, no trailing
+ * slash.
+ */
+static char *runs_dir_of(const char *base, const char *root, git_repository *repo)
+{
+	char *dotgit, *common;
+	const char *name = strrchr(root, '/');
+	struct buf dir = BUF_INIT;
+	struct sha256 h;
+	char hex[65];
+	size_t k = 0;
+
+	if (!base)
+		return forge_git_legacy_runs_dir(root);
+	dotgit = forge_git_path(root, ".git");
+	common = realpath(git_repository_commondir(repo), NULL);
+	if (!common) {
+		common = xstrdup(git_repository_commondir(repo));
+		strip_slash(common);
+	}
+	sha256_init(&h);
+	sha256_update(&h, common, strlen(common));
+	if (!same_dir(dotgit, common)) {
+		sha256_update(&h, "\n", 1);
+		sha256_update(&h, root, strlen(root));
+	}
+	sha256_hex(hex, &h);
+	buf_addf(&dir, "%s/", base);
+	for (name = name ? name + 1 : root; *name && k < RUNS_KEY_NAME_MAX; name++, k++)
+		buf_addch(&dir, ascii_alnum(*name) || strchr("._-", *name) ? *name : '_');
+	if (k == 0)
+		buf_adds(&dir, "repo");
+	buf_addf(&dir, "-%.*s", RUNS_KEY_HASH_HEX, hex);
+	free(common);
+	free(dotgit);
+	return buf_detach(&dir, NULL);
+}
+
+/* The worktrees base (worktrees_base), its real path when it is there;
+ * NULL when there is none. */
+static char *runs_base(void)
+{
+	char *base = worktrees_base(), *real = base ? realpath(base, NULL) : NULL;
+
+	if (real) {
+		free(base);
+		return real;
+	}
+	return base;
+}
+
+/*
+ * The root a run's worktree dir, of a repository with no main working
+ * tree, was made for: "BASE/KEY/TRACE" names it in BASE/KEY/root (written
+ * when the first is made, git_worktree.c); an older Forge's
+ * "ROOT/.forge/worktrees/TRACE" in its path.  NULL when dir is neither.
+ */
+static char *root_named_by(const char *dir)
+{
+	static const char legacy[] = "/.forge/worktrees/";
+	const char *at = NULL, *p = dir, *key;
+	char *parent = path_parent(dir), *root = NULL;
+
+	key = strrchr(parent, '/');
+	if (key && forge_git_runs_key_shaped(key + 1)) {
+		struct buf file = BUF_INIT, text = BUF_INIT;
+
+		buf_addf(&file, "%s/root", parent);
+		if (buf_read_file(&text, file.buf) == 0) {
+			while (text.len > 0 && text.buf[text.len - 1] == '\n')
+				text.buf[--text.len] = '\0';
+			if (text.len > 1 && text.buf[0] == '/')
+				root = buf_detach(&text, NULL);
+		}
+		buf_release(&file);
+		buf_release(&text);
+	}
+	free(parent);
+	if (root)
+		return root;
+	while ((p = strstr(p, legacy))) {
+		at = p;
+		p += 1;
+	}
+	if (!at || !at[sizeof legacy - 1] || strchr(at + sizeof legacy - 1, '/') || at == dir)
+		return NULL;
+	return xstrndup(dir, (size_t)(at - dir));
+}
+
+/*
  * For a repository with no main working tree (main_tree() NULL), where
  * the root is the checkout a run was started in: when dir is a run's
- * worktree "ROOT/.forge/worktrees/TRACE" and ROOT is a working tree of the
- * same repository (its common directory is common), *out is ROOT and
- * *out_repo ROOT opened: 1.  0 when dir is not such a worktree,
- * FORGE_GIT_NOT_OWNED (a message) when ROOT is another user's.
+ * worktree (root_named_by) and its ROOT is a working tree of the same
+ * repository (its common directory is common), *out is ROOT and *out_repo
+ * ROOT opened: 1.  0 when dir is not such a worktree, FORGE_GIT_NOT_OWNED
+ * (a message) when ROOT is another user's.
  */
 static int run_root(char **out, git_repository **out_repo, const char *dir, const char *common)
 {
-	static const char mark[] = "/.forge/worktrees/";
-	const char *at = NULL, *p = dir;
 	git_repository *r = NULL;
-	char *root;
+	char *root = root_named_by(dir);
 	int rc = 0;
 
 	*out = NULL;
 	*out_repo = NULL;
-	while ((p = strstr(p, mark))) {
-		at = p;
-		p += 1;
-	}
-	if (!at || !at[sizeof mark - 1] || strchr(at + sizeof mark - 1, '/') || at == dir)
+	if (!root)
 		return 0;
-	root = xstrndup(dir, (size_t)(at - dir));
 	rc = forge_git_repo_open(&r, root, GIT_REPOSITORY_OPEN_NO_SEARCH);
 	if (rc == -1) {
 		git_error_clear();
@@ -1099,7 +1253,10 @@ int forge_git_open(struct forge_git **out, const char *path)
 		/* A linked worktree: the root is the main working tree, or, for
 		 * a repository without one, the checkout a run started in. */
 		g->root = main_tree(found);
-		if (g->root && is_run_worktree(g->root, g->checkout)) {
+		g->runs_base = runs_base();
+		if (g->root)
+			g->runs = runs_dir_of(g->runs_base, g->root, found);
+		if (g->root && is_run_worktree(g, g->checkout)) {
 			if ((e = forge_git_repo_open(&g->repo, g->root, GIT_REPOSITORY_OPEN_NO_SEARCH)) != 0) {
 				if (e != -1)
 					rc = e;
@@ -1132,6 +1289,10 @@ int forge_git_open(struct forge_git **out, const char *path)
 		g->repo = found;
 		found = NULL;
 	}
+	if (!g->runs_base)
+		g->runs_base = runs_base();
+	if (!g->runs)
+		g->runs = runs_dir_of(g->runs_base, g->root, g->repo);
 	*out = g;
 	g = NULL;
 	rc = 0;
@@ -1150,7 +1311,19 @@ void forge_git_free(struct forge_git *g)
 	git_repository_free(g->repo);
 	free(g->root);
 	free(g->checkout);
+	free(g->runs);
+	free(g->runs_base);
 	free(g);
+}
+
+const char *forge_git_runs_dir(const struct forge_git *g)
+{
+	return g->runs;
+}
+
+bool forge_git_is_run_worktree(const struct forge_git *g, const char *dir)
+{
+	return is_run_worktree(g, dir);
 }
 
 int forge_git_merge_lock(struct forge_git *g)
@@ -2347,7 +2520,7 @@ int forge_git_base_check(struct forge_git *g, const char *base, const char *trac
 	/* (a base that does not resolve is forge_git_worktree_open()'s to report) */
 	if (forge_git_peel(&id, &unborn, g->repo, base) < 0)
 		return 0;
-	e = forge_git_tree_fits(g->repo, unborn ? NULL : &id, g->root, name);
+	e = forge_git_tree_fits(g->repo, unborn ? NULL : &id, g->runs, g->root, name);
 	return e == FORGE_GIT_SETUP ? 1 : e;
 }
 
@@ -2385,7 +2558,7 @@ static int checked_out_in(char **out, struct forge_git *g, const char *name, boo
 		git_worktree_free(wt);
 		if (path)
 			strip_slash(path);
-		if (path && !(skip_runs && is_run_worktree(g->root, path)) && on_branch(path, name)) {
+		if (path && !(skip_runs && is_run_worktree(g, path)) && on_branch(path, name)) {
 			*out = path;
 			path = NULL;
 		}

@@ -3,8 +3,9 @@
  * worktree and branch, status, diff, commit, save-and-reset, merge, push.
  *
  * Layout.  A run with trace id TRACE works in the linked worktree
- * <root>/.forge/worktrees/TRACE (libgit2/git worktree name TRACE) on the
- * branch forge/TRACE -- TRACE standing here for the run's name, which is
+ * RUNS/TRACE, RUNS = forge_git_runs_dir() (BASE/KEY outside the checkout,
+ * BASE ${FORGE_WORKTREES:-${XDG_STATE_HOME:-~/.local/state}/forge/worktrees};
+ * libgit2/git worktree name TRACE) on the branch forge/TRACE -- TRACE standing here for the run's name, which is
  * the trace id itself for a ULID and for any id git and a directory can
  * carry as it is (forge_git_run_name).  Refs kept for the run:
  *   refs/forge/TRACE/base      the commit the run started from
@@ -164,12 +165,13 @@ struct forge_git_worktree;   /* one run's worktree */
  * from a linked worktree.  A repository with no main working tree git
  * knows of -- a bare one's linked worktrees (git clone --bare; git worktree
  * add), a --separate-git-dir one's -- has the checkout path is in as its
- * root (from a run's worktree ROOT/.forge/worktrees/TRACE of one: ROOT).
+ * root (from a run's worktree of one: ROOT, as the root file of its runs
+ * dir, forge_git_runs_dir, names it).
  * Its checkout (forge_git_checkout) is the working tree path is in: HEAD,
  * the index, the files and the branch checked out -- what a run starts
  * from and a merge goes into -- are that worktree's when it is a linked
  * worktree of the person's (`git worktree add`), and the root's from a
- * run's own worktree (.forge/worktrees/TRACE) or the root.  Fails with a
+ * run's own worktree (forge_git_runs_dir()/TRACE) or the root.  Fails with a
  * clear message (-1) for a path that is not in a repository (or whose
  * repository cannot be opened for want of file descriptors: "too many
  * open files", the limit named) and for a bare
@@ -200,6 +202,30 @@ int forge_git_identity(char **name, char **email, const char *dir);
 const char *forge_git_root(const struct forge_git *g);
 /* The working tree whose HEAD and files count (see forge_git_open). */
 const char *forge_git_checkout(const struct forge_git *g);
+
+/*
+ * Where runs' worktrees are made, absolute, without a trailing slash:
+ * BASE/KEY, BASE core/cachedir.h worktrees_base() ($FORGE_WORKTREES, else
+ * ${XDG_STATE_HOME:-~/.local/state}/forge/worktrees), KEY the checkout's
+ * name (at most 32 bytes of [A-Za-z0-9._-], others as '_'), '-' and 16
+ * hex digits of the SHA-256 of the real path of the common git directory
+ * (and of the root, for a repository with no main working tree); KEY/root
+ * holds the root's path.  Out of the checkout, so that the project's test
+ * runners, linters and `git clean -x` never meet the runs' copies (and not
+ * under .git/, every path of which jest ignores).  With no BASE (no
+ * absolute XDG_STATE_HOME or HOME), or when it cannot be made (after a
+ * worktree was made: forge_git_worktree_open), ROOT/.forge/worktrees, where
+ * an older Forge made them all.  A run's worktree that is elsewhere (made
+ * by an older Forge, or before the checkout moved) is used where it is.
+ * Borrowed.
+ */
+const char *forge_git_runs_dir(const struct forge_git *g);
+
+/* Whether dir (absolute, as git_worktree_path gives it) is a run's
+ * worktree of g's repository: directly in forge_git_runs_dir(), in another
+ * KEY directory of BASE (its checkout moved since), or in an older Forge's
+ * ROOT/.forge/worktrees.  By path alone. */
+bool forge_git_is_run_worktree(const struct forge_git *g, const char *dir);
 
 /* The commit `rev` names, as a 40-hex SHA. */
 int forge_git_resolve(char **out, struct forge_git *g, const char *rev);
@@ -232,7 +258,7 @@ bool forge_git_trace_valid(const char *trace);
 
 /*
  * The name of trace's run in git and on disk -- its branch forge/NAME, its
- * refs refs/forge/NAME/..., its worktree .forge/worktrees/NAME -- into
+ * refs refs/forge/NAME/..., its worktree RUNS/NAME (forge_git_runs_dir) -- into
  * out: the trace itself when it is letters, digits, '_' and '-' (at most
  * 100, the first a letter or digit: every ULID), else what a ref and a
  * directory can hold: its safe characters (at most 64, unsafe ones as
@@ -445,7 +471,7 @@ int forge_git_redact_secrets(jv *out, struct forge_git_worktree *wt);
 int forge_git_save_and_reset(char **out, struct forge_git_worktree *wt, const char *commit);
 
 /*
- * The worktrees of runs (those under <root>/.forge/worktrees), all of them
+ * The worktrees of runs (forge_git_is_run_worktree), all of them
  * or only `trace`'s when not NULL, sorted by the run's name:
  * [{"name" (forge_git_run_name: a trace's own for a ULID), "path", "branch" (null when detached), "head" (null when
  * unknown), "valid" (its directory is there), "locked" (`git worktree

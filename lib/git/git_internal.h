@@ -15,6 +15,10 @@ struct forge_git {
 	char *root;             /* the main working tree (.forge), no trailing slash */
 	char *checkout;         /* the working tree a person is in: root, or a linked
 				 * worktree of theirs; no trailing slash */
+	char *runs;             /* where runs' worktrees are made (forge_git_runs_dir) */
+	char *runs_base;        /* the directory of every repository's runs dir
+				 * (core/cachedir.h worktrees_base, its real path
+				 * when it is there); NULL: runs is the legacy one */
 	int merge_lock_fd;      /* forge_git_merge_lock()'s, while merge_locks > 0 */
 	int merge_locks;        /* how many holds of it are not released yet */
 };
@@ -23,7 +27,7 @@ struct forge_git_worktree {
 	git_repository *repo;   /* opened on the worktree */
 	char *trace;
 	char *name;             /* the run's name in git (forge_git_run_name) */
-	char *path;             /* <root>/.forge/worktrees/NAME */
+	char *path;             /* <runs>/NAME, or an older Forge's <root>/.forge/worktrees/NAME */
 	char *branch;           /* forge/NAME */
 	char *base;             /* the base commit's SHA */
 	bool reopened;
@@ -39,13 +43,26 @@ int forge_git_branch_gone(git_repository *wt_repo, const char *branch, const cha
 
 /*
  * Whether every file of commit `id` (NULL: the empty base) fits in the
- * worktree <root>/.forge/worktrees/NAME of the run named `name`
- * (forge_git_run_name): its path there, and the worktree's .git, shorter
- * than PATH_MAX.  0, or FORGE_GIT_SETUP with a
- * message naming the longest and saying what to do; -1 when the tree
- * cannot be read.
+ * worktree RUNS/NAME of the run named `name` (forge_git_run_name), runs
+ * the directory of runs' worktrees (forge_git_runs_dir): its path there,
+ * and the worktree's .git, shorter than PATH_MAX.  0, or FORGE_GIT_SETUP
+ * with a message naming the longest and saying what to do (root, the
+ * repository's, named in it); -1 when the tree cannot be read.
  */
-int forge_git_tree_fits(git_repository *repo, const git_oid *id, const char *root, const char *name);
+int forge_git_tree_fits(git_repository *repo, const git_oid *id, const char *runs, const char *root,
+			const char *name);
+
+/* An older Forge's directory of runs' worktrees, <root>/.forge/worktrees:
+ * those made there are still used where they are.  malloc'd. */
+char *forge_git_legacy_runs_dir(const char *root);
+
+/* Whether name (a directory's, no slash) has the shape of a repository's
+ * runs dir in the worktrees base: NAME-HEX, 16 hex digits (git.c). */
+bool forge_git_runs_key_shaped(const char *name);
+
+/* Whether path is a directory directly in dir (dir/NAME, a trailing slash
+ * allowed), by name: nothing is looked at on disk. */
+bool forge_git_directly_in(const char *path, const char *dir);
 
 /*
  * Whether the refs of the run named `name` (forge_git_run_name) can be

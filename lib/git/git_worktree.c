@@ -2,6 +2,7 @@
 #include "git/git_internal.h"
 
 #include "core/buf.h"
+#include "core/cachedir.h"
 #include "core/forge.h"
 #include "core/owner.h"
 #include "core/forgedir.h"
@@ -67,15 +68,58 @@ static int make_own_dir(const char *path)
 	return make_dir(path);
 }
 
+/* KEY/root in a runs dir of the worktrees base: the checkout its runs'
+ * worktrees are made for, which nothing else names when the repository
+ * has no main working tree (git.c root_named_by), and by which forge gc
+ * tells a runs dir whose checkout is gone.  Written when it says
+ * otherwise. */
+static int note_root(const char *runs, const char *root)
+{
+	char *file = forge_git_path(runs, "root");
+	struct buf want = BUF_INIT, have = BUF_INIT;
+	int rc = 0;
+
+	buf_addf(&want, "%s\n", root);
+	if (buf_read_file(&have, file) < 0 || have.len != want.len || memcmp(have.buf, want.buf, want.len) != 0) {
+		rc = buf_replace_file(file, want.buf, want.len);
+		if (rc == 0)
+			owner_follow(-1, file);
+	}
+	buf_release(&want);
+	buf_release(&have);
+	free(file);
+	return rc;
+}
+
 /*
- * <root>/.forge/ with its .gitignore (forge_dir_ignore(): the database,
- * worktrees and logs ignored; a user's own file left alone) and
- * <root>/.forge/worktrees/.
+ * The runs dir in the worktrees base (g->runs: BASE/KEY) made, with the
+ * directories above it and its root file; g->runs and g->runs_base then
+ * their real paths.  0; -1 when it cannot be made (the
+ * caller falls back on the legacy place).
+ */
+static int make_runs_dir(struct forge_git *g)
+{
+	char *real;
+
+	if (cache_mkdirs(g->runs) < 0 || make_own_dir(g->runs) < 0 || !(real = realpath(g->runs, NULL)))
+		return -1;
+	free(g->runs);
+	g->runs = real;
+	free(g->runs_base);
+	g->runs_base = path_parent(real);
+	return note_root(g->runs, g->root);
+}
+
+/*
+ * <root>/.forge/ with its .gitignore (forge_dir_ignore(): the database
+ * and logs ignored; a user's own file left alone) and the directory of
+ * runs' worktrees (forge_git_runs_dir): BASE/KEY with its root file, or,
+ * when there is no worktrees base or it cannot be made, the legacy
+ * <root>/.forge/worktrees (g->runs then that).
  */
 static int ensure_forge_dir(struct forge_git *g)
 {
 	char *dir = forge_git_path(g->root, ".forge");
-	char *wts = forge_git_path(dir, "worktrees");
 	int rc = FORGE_GIT_SETUP;
 
 	if (forge_dir_check(g->root) < 0)
@@ -83,8 +127,12 @@ static int ensure_forge_dir(struct forge_git *g)
 	rc = -1;
 	if (make_own_dir(dir) < 0 || forge_dir_ignore(dir) < 0)
 		goto out;
-	if (make_own_dir(wts) < 0)
-		goto out;
+	if (!g->runs_base || !forge_git_directly_in(g->runs, g->runs_base) || make_runs_dir(g) < 0) {
+		free(g->runs);
+		g->runs = forge_git_legacy_runs_dir(g->root);
+		if (make_own_dir(g->runs) < 0)
+			goto out;
+	}
 	/*
 	 * libgit2 creates <commondir>/worktrees itself and fails when another
 	 * process made it a moment before (runs started at once): make it
@@ -95,7 +143,6 @@ static int ensure_forge_dir(struct forge_git *g)
 	free(admin);
 out:
 	free(dir);
-	free(wts);
 	return rc;
 }
 
@@ -140,7 +187,7 @@ static char *worktree_dir(const struct forge_git *g, const char *name)
 {
 	struct buf p = BUF_INIT;
 
-	buf_addf(&p, "%s/.forge/worktrees/%s", g->root, name);
+	buf_addf(&p, "%s/%s", g->runs, name);
 	return buf_detach(&p, NULL);
 }
 
@@ -257,12 +304,15 @@ static int longest_entry(const char *dir, const git_tree_entry *entry, void *pay
 	return 0;
 }
 
-int forge_git_tree_fits(git_repository *repo, const git_oid *id, const char *root, const char *name)
+int forge_git_tree_fits(git_repository *repo, const git_oid *id, const char *runs, const char *root,
+			const char *name)
 {
 	struct longest l = { 0, BUF_INIT };
 	git_commit *commit = NULL;
 	git_tree *tree = NULL;
-	size_t prefix = strlen(root) + strlen("/.forge/worktrees/") + strlen(name) + 1;
+	size_t prefix = strlen(runs) + 1 + strlen(name) + 1, n = strlen(root);
+	/* (shown from the root when in it: a deep root's path is cut at the end) */
+	const char *shown = strncmp(runs, root, n) == 0 && runs[n] == '/' ? runs + n + 1 : runs;
 	int rc = -1;
 
 	/* the worktree's own .git file, in an empty one too */
@@ -274,11 +324,24 @@ int forge_git_tree_fits(git_repository *repo, const git_oid *id, const char *roo
 		goto out;
 	}
 	rc = 0;
-	if (prefix + l.len >= PATH_MAX) {
+	if (prefix + l.len >= PATH_MAX && shown == runs) {
+		/* out of the checkout (git.h forge_git_runs_dir): the file is
+		 * named from the repository, the directory of runs' worktrees
+		 * last (a deep one is cut there) */
+		char *base = path_parent(runs);
+
+		forge_error("a path in the repository is too long for a run's worktree: '%s' would be %zu bytes "
+			    "from '/' in the run's worktree %s/%s, over the system's limit of %d (PATH_MAX); "
+			    "set FORGE_WORKTREES to a directory at least %zu bytes shorter than '%s'", l.path.buf,
+			    prefix + l.len, strrchr(runs, '/') + 1, name, PATH_MAX - 1,
+			    prefix + l.len - (PATH_MAX - 1), base);
+		free(base);
+		rc = FORGE_GIT_SETUP;
+	} else if (prefix + l.len >= PATH_MAX) {
 		/* (the message ends with the repository's path: a deep one is cut there) */
-		forge_error("the repository's path is too long for a run's worktree: '.forge/worktrees/%s/%s' "
+		forge_error("the repository's path is too long for a run's worktree: '%s/%s/%s' "
 			    "would be %zu bytes from '/', over the system's limit of %d (PATH_MAX); clone or "
-			    "move the repository to a path at least %zu bytes shorter ('%s')", name, l.path.buf,
+			    "move the repository to a path at least %zu bytes shorter ('%s')", shown, name, l.path.buf,
 			    prefix + l.len, PATH_MAX - 1, prefix + l.len - (PATH_MAX - 1), root);
 		rc = FORGE_GIT_SETUP;
 	}
@@ -402,7 +465,7 @@ static bool same_dir(const char *a, const char *b)
 }
 
 /*
- * The repository moved (or was copied) with its .forge: the run's worktree
+ * The repository moved (or was copied) with its .git: the run's worktree
  * is where it should be, but the links git keeps between it and its admin
  * entry (gitdir, commondir, the worktree's .git file) name the old places.
  * Point them at the new ones, as `git worktree repair` does.  0 when all
@@ -503,6 +566,92 @@ static void unmake_worktree(struct forge_git *g, struct forge_git_worktree *wt, 
 	free(entry);
 }
 
+/* Whether dir holds a run's worktree of g's repository: a .git file whose
+ * gitdir is the entry <common>/worktrees/NAME (2), or names a place that
+ * is no more (1: the repository moved since; repair_links points it
+ * back).  0 when not: none, or a copy's original's, whose .git names the
+ * original repository's entry. */
+static int worktree_there(struct forge_git *g, const char *dir, const char *name)
+{
+	char *dotgit = forge_git_path(dir, ".git");
+	char *entry = forge_git_path(git_repository_commondir(g->repo), "worktrees");
+	char *own = forge_git_path(entry, name);
+	struct buf text = BUF_INIT;
+	struct stat st, a, b;
+	struct buf link = BUF_INIT;
+	int there = 0;
+
+	if (lstat(dotgit, &st) == 0 && S_ISREG(st.st_mode) && buf_read_file(&text, dotgit) == 0 &&
+	    text.len > 8 && strncmp(text.buf, "gitdir: ", 8) == 0) {
+		while (text.len > 0 && (text.buf[text.len - 1] == '\n' || text.buf[text.len - 1] == '\r'))
+			text.buf[--text.len] = '\0';
+		if (text.buf[8] == '/')
+			buf_adds(&link, text.buf + 8);
+		else            /* (git's worktree.useRelativePaths) */
+			buf_addf(&link, "%s/%s", dir, text.buf + 8);
+		if (stat(link.buf, &a) < 0)
+			there = 1;
+		else if (stat(own, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+			there = 2;
+	}
+	buf_release(&text);
+	buf_release(&link);
+	free(dotgit);
+	free(entry);
+	free(own);
+	return there;
+}
+
+/*
+ * Where the worktree of the run named name, which git knows of (w), is: the
+ * place git records for it, when it links back to this repository (moved
+ * by `git worktree move`), or links to a place that is no more and is in a
+ * runs dir (a checkout moved since its run began has another runs dir now:
+ * the worktree stays where it was made), else where
+ * it would be made now (wt->path), else an older Forge's
+ * <root>/.forge/worktrees/NAME (a repository moved with its .forge).  A
+ * run's worktree is used where it is: moving it would pull it from under
+ * a phase still working in it.  wt->path is set to it; unchanged when
+ * none is there (deleted by hand).
+ */
+static void find_place(struct forge_git_worktree *wt, struct forge_git *g, git_worktree *w)
+{
+	char *recorded = xstrdup(git_worktree_path(w));
+	char *dir = forge_git_legacy_runs_dir(g->root);
+	char *old = forge_git_path(dir, wt->name);
+	char *found = NULL;
+	size_t n = strlen(recorded);
+	int e;
+
+	while (n > 1 && recorded[n - 1] == '/')
+		recorded[--n] = '\0';
+	e = worktree_there(g, recorded, wt->name);
+	if (e == 2 || (e == 1 && forge_git_is_run_worktree(g, recorded)))
+		found = recorded;
+	else if (!worktree_there(g, wt->path, wt->name) && worktree_there(g, old, wt->name))
+		found = old;
+	if (found) {
+		free(wt->path);
+		wt->path = xstrdup(found);
+	}
+	free(recorded);
+	free(old);
+	free(dir);
+}
+
+/* A worktree found in another runs dir of the base (its checkout moved):
+ * that dir's root file names the checkout as it is now. */
+static void note_moved_root(const struct forge_git *g, const char *path)
+{
+	char *runs = path_parent(path);
+	const char *key = strrchr(runs, '/');
+
+	if (g->runs_base && strcmp(runs, g->runs) != 0 && forge_git_directly_in(runs, g->runs_base) && key &&
+	    forge_git_runs_key_shaped(key + 1))
+		(void)note_root(runs, g->root);
+	free(runs);
+}
+
 int forge_git_worktree_open(struct forge_git_worktree **out, struct forge_git *g,
 			    const char *trace, const char *base)
 {
@@ -513,7 +662,7 @@ int forge_git_worktree_open(struct forge_git_worktree **out, struct forge_git *g
 	struct run_names n;
 	struct stat st;
 	bool made_branch = false, added = false;
-	int e, lock_fd = -1, rc = -1;
+	int e, there = 0, lock_fd = -1, rc = -1;
 
 	*out = NULL;
 	if (run_names_init(&n, trace) < 0)
@@ -526,14 +675,20 @@ int forge_git_worktree_open(struct forge_git_worktree **out, struct forge_git *g
 	wt->branch = xstrdup(n.branch.buf);
 
 	e = lookup_worktree(&w, g->repo, n.name);
-	/* Moved (links to nowhere) or copied (links to the original's worktree):
-	 * the worktree in this repository's .forge is the run's. */
-	if (e == 0 && (git_worktree_validate(w) < 0 || !same_dir(git_worktree_path(w), wt->path)) &&
+	if (e == 0) {
+		find_place(wt, g, w);
+		there = worktree_there(g, wt->path, n.name);
+	}
+	/* Moved (links to nowhere): the worktree found for this repository is
+	 * the run's, linked back to it. */
+	if (e == 0 && there &&
+	    (git_worktree_validate(w) < 0 || !same_dir(git_worktree_path(w), wt->path) || there == 1) &&
 	    repair_links(g, wt->path, n.name) == 0) {
+		note_moved_root(g, wt->path);
 		git_worktree_free(w);
 		e = lookup_worktree(&w, g->repo, n.name);
 	}
-	if (e == 0 && git_worktree_validate(w) == 0) {
+	if (e == 0 && there && git_worktree_validate(w) == 0) {
 		if (git_repository_open_from_worktree(&wt->repo, w) < 0) {
 			forge_git_fail("cannot open worktree '%s'", wt->path);
 			goto out;
@@ -543,7 +698,24 @@ int forge_git_worktree_open(struct forge_git_worktree **out, struct forge_git *g
 		wt->reopened = true;
 		goto done;
 	}
-	if (e == 0) {
+	if (e == 0 && git_worktree_validate(w) == 0) {
+		/* git's record names a worktree of another repository: this one
+		 * is a copy (cp -a), whose record and commondir are the
+		 * original's, where its run goes on.  Only this repository's
+		 * entry is removed (git_worktree_prune would remove the one its
+		 * commondir names: the original's), and the worktree made again
+		 * here, out of the original's. */
+		char *entry = forge_git_path(git_repository_commondir(g->repo), "worktrees");
+		char *own = forge_git_path(entry, n.name);
+
+		git_worktree_free(w);
+		w = NULL;
+		e = remove_tree(own);
+		free(own);
+		free(entry);
+		if (e < 0)
+			goto out;
+	} else if (e == 0) {
 		/* Its directory was deleted by hand: forget it and make it again. */
 		git_worktree_prune_options po = GIT_WORKTREE_PRUNE_OPTIONS_INIT;
 
@@ -573,7 +745,7 @@ int forge_git_worktree_open(struct forge_git_worktree **out, struct forge_git *g
 	}
 	if (make_branch(&branch, &made_branch, g, &n, base ? base : "HEAD") < 0)
 		goto out;
-	if ((e = forge_git_tree_fits(g->repo, git_reference_target(branch), g->root, n.name)) < 0) {
+	if ((e = forge_git_tree_fits(g->repo, git_reference_target(branch), g->runs, g->root, n.name)) < 0) {
 		rc = e;
 		goto out;
 	}
@@ -776,20 +948,6 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* True when path is directly inside dir. */
-static bool directly_in(const char *path, const char *dir)
-{
-	size_t n = strlen(dir), m;
-
-	if (strncmp(path, dir, n) != 0 || path[n] != '/')
-		return false;
-	path += n + 1;
-	m = strlen(path);
-	while (m > 0 && path[m - 1] == '/')
-		m--;
-	return m > 0 && !memchr(path, '/', m);
-}
-
 /* One list entry; consumes nothing, returns a new object. */
 static jv list_entry(git_worktree *w)
 {
@@ -837,7 +995,6 @@ static jv list_entry(git_worktree *w)
 int forge_git_worktree_list(jv *out, struct forge_git *g, const char *trace)
 {
 	git_strarray names = { NULL, 0 };
-	char *dir = forge_git_path(g->root, ".forge/worktrees");
 	char name[FORGE_GIT_RUN_NAME_SIZE];
 	jv list = jv_array();
 	int rc = -1;
@@ -858,7 +1015,7 @@ int forge_git_worktree_list(jv *out, struct forge_git *g, const char *trace)
 			continue;
 		if (git_worktree_lookup(&w, g->repo, names.strings[i]) < 0)
 			continue;   /* vanished meanwhile */
-		if (directly_in(git_worktree_path(w), dir))
+		if (forge_git_is_run_worktree(g, git_worktree_path(w)))
 			list = jv_array_append(list, list_entry(w));
 		git_worktree_free(w);
 	}
@@ -868,7 +1025,6 @@ int forge_git_worktree_list(jv *out, struct forge_git *g, const char *trace)
 out:
 	jv_free(list);
 	git_strarray_dispose(&names);
-	free(dir);
 	return rc;
 }
 
@@ -980,6 +1136,13 @@ int forge_git_worktree_remove(struct forge_git *g, const char *trace, unsigned f
 		goto out;
 	path = worktree_dir(g, n.name);
 	e = lookup_worktree(&w, g->repo, n.name);
+	if (e == 0) {
+		/* where it is: made by an older Forge, or before its checkout moved */
+		struct forge_git_worktree at = { .name = n.name, .path = path };
+
+		find_place(&at, g, w);
+		path = at.path;
+	}
 	if (e == 0) {
 		if (git_worktree_validate(w) == 0 && !force) {
 			e = worktree_dirty(w, path);

@@ -6,6 +6,7 @@
 #include "os/sandbox.h"
 #include "os/sandbox_internal.h"
 #include "core/buf.h"
+#include "core/cachedir.h"
 #include "core/forge.h"
 #include "os/nsview.h"
 
@@ -573,9 +574,26 @@ static struct guard *guard_get(const struct sandbox_cmd *cmd, char *const *env)
 	return &guard_cache;
 }
 
+/* Whether path lies beneath one of the secrets of the toolchain home dir
+ * (home_secrets: ~/.local/state, where runs' worktrees are by default),
+ * which add_home leaves out of what is readable. */
+static bool in_home_secret(const char *dir, const char *path)
+{
+	const char *name = strrchr(dir, '/');
+	char secret[PATH_MAX];
+
+	name = name ? name + 1 : dir;
+	for (size_t i = 0; home_secrets[i].home; i++)
+		if (!strcmp(home_secrets[i].home, name) &&
+		    snprintf(secret, sizeof secret, "%s/%s", dir, home_secrets[i].path) < (int)sizeof secret &&
+		    beneath(path, secret))
+			return true;
+	return false;
+}
+
 /* Why the directory at real path `real` may not be made readable (static),
  * or NULL when it may. */
-static const char *guard_judge(const struct guard *g, const char *real)
+static const char *guard_judge(const struct guard *g, const char *real, bool home)
 {
 	char path[PATH_MAX];
 	struct stat st;
@@ -583,7 +601,7 @@ static const char *guard_judge(const struct guard *g, const char *real)
 	if (!strcmp(real, "/"))
 		return "the root directory";
 	for (size_t i = 0; i < g->n; i++)
-		if (beneath(g->path[i], real))
+		if (beneath(g->path[i], real) && !(home && in_home_secret(real, g->path[i])))
 			return g->why[i];
 	for (size_t i = 0; private_dots[i]; i++)
 		if (strstr(real, private_dots[i]) ||
@@ -607,10 +625,25 @@ static const char *guard_refuses(struct guard *g, const char *dir)
 			free(real);
 			return g->verdicts[i].why;
 		}
-	why = guard_judge(g, real);
+	why = guard_judge(g, real, false);
 	g->verdicts = xrealloc(g->verdicts, (g->nverdicts + 1) * sizeof *g->verdicts);
 	g->verdicts[g->nverdicts].real = real;	/* owned by the guard now */
 	g->verdicts[g->nverdicts++].why = why;
+	return why;
+}
+
+/* guard_refuses for a toolchain home made readable by add_home, around
+ * its secrets: what is beneath them (a run's worktree in ~/.local/state,
+ * the repository's parent the guard keeps) does not keep it out. */
+static const char *guard_refuses_home(struct guard *g, const char *dir)
+{
+	char *real = realpath(dir, NULL);
+	const char *why;
+
+	if (!real)
+		return NULL;
+	why = guard_judge(g, real, true);
+	free(real);
 	return why;
 }
 
@@ -652,7 +685,7 @@ static void add_path_dirs(struct list *readable, struct list *hidden, struct lis
 				if (slash && slash > dir) {
 					*slash = '\0';
 					slash = strrchr(dir, '/');
-					if (slash && slash[1] == '.' && !guard_refuses(g, dir))
+					if (slash && slash[1] == '.' && !guard_refuses_home(g, dir))
 						add_home(readable, hidden, dir);
 				}
 			}
@@ -680,12 +713,36 @@ static void add_env_homes(struct list *readable, struct list *hidden, struct lis
 			dir = env[i] + len + 1;
 			if (dir[0] != '/' || access(dir, X_OK) != 0)
 				continue;
-			if ((why = guard_refuses(g, dir)))
+			if ((why = guard_refuses_home(g, dir)))
 				note_left_out(left_out, names[n], dir, why);
 			else
 				add_home(readable, hidden, dir);
 		}
 	}
+}
+
+/*
+ * A run's worktree lies in the worktrees base (core/cachedir.h
+ * worktrees_base: BASE/KEY/TRACE, git/git.h forge_git_runs_dir) beside the
+ * other runs' of its repository and the runs' of every other one, their
+ * uncommitted files too; what else is readable may hold BASE (a lent
+ * ~/.local, read_anywhere).  In the view BASE is an empty directory, with
+ * this run's worktree bound back in it (nsview binds parents first).
+ */
+static void hide_other_runs(struct list *hidden, const char *root)
+{
+	char *real = realpath(root, NULL), *base = worktrees_base();
+	char *real_base = base ? realpath(base, NULL) : NULL;
+	char *key = real ? path_parent(real) : NULL;
+	char *above = key ? path_parent(key) : NULL;
+
+	if (above && real_base && strcmp(above, real_base) == 0 && strcmp(key, real_base) != 0)
+		list_add(hidden, real_base);
+	free(above);
+	free(key);
+	free(real_base);
+	free(base);
+	free(real);
 }
 
 static void view_add(struct sandbox_walls *w, const char *src, const char *dst, int kind)
@@ -827,6 +884,8 @@ void sandbox_walls_build(struct sandbox_walls *w, const struct sandbox_policy *p
 	add_env_homes(&readable, &hidden, &left_out, g, env);
 	pthread_mutex_unlock(&guard_lock);
 	char *common = add_git_common(&readable, cmd->root);
+	if (view)
+		hide_other_runs(&hidden, cmd->root);
 	for (size_t i = 0; p->read_paths && p->read_paths[i]; i++)
 		list_add(&readable, p->read_paths[i]);
 	/* Everything readable but not a system path or /etc entry is bound as is. */

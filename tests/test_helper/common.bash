@@ -80,6 +80,9 @@ forge_setup_untraced() {
 		case $v in FORGE_ROOT | FORGE_BINDIR | FORGE_TESTBIN | FORGE_SUITE | FORGE_DB) ;; *) unset "$v" ;; esac
 	done
 	unset ANTHROPIC_API_KEY OPENAI_API_KEY OPENAI_BASE_URL
+	# runs' worktrees out of the checkouts (README: FORGE_WORKTREES), never
+	# in the real ~/.local/state (CI runs the suite as root)
+	export FORGE_WORKTREES="$BATS_TEST_TMPDIR/worktrees"
 	export GIT_AUTHOR_NAME=test GIT_AUTHOR_EMAIL=test@example.com
 	export GIT_COMMITTER_NAME=test GIT_COMMITTER_EMAIL=test@example.com
 }
@@ -252,11 +255,59 @@ calc_repo_now() {
 	git -C "$dir" commit -q -m "calc"
 }
 
+# runs_dir [REPO]: the directory of the runs' worktrees of the checkout
+# REPO (default $REPO, else the current directory), as Forge names it:
+# $FORGE_WORKTREES/KEY, KEY the checkout's name (32 bytes at most, each
+# byte but [A-Za-z0-9._-] as '_'), '-' and 16 hex digits of the SHA-256 of
+# the real path of its common git directory.  Computed here, so a test that
+# uses it checks the name too.
+runs_dir() {
+	local repo=${1:-${REPO:-.}} common root name hash
+	common=$(cd "$repo" && cd "$(git rev-parse --git-common-dir)" && pwd -P) || return
+	case $common in
+	*/.git) root=${common%/.git} ;;
+	*) root=$(cd "$repo" && git rev-parse --show-toplevel) ;;
+	esac
+	name=$(basename "$root" | LC_ALL=C tr -c 'A-Za-z0-9._\n-' '_' | LC_ALL=C cut -b1-32)
+	hash=$(printf %s "$common" | sha256sum | cut -c1-16)
+	printf '%s/%s-%s\n' "$(cd "$FORGE_WORKTREES" 2>/dev/null && pwd -P || echo "$FORGE_WORKTREES")" "$name" "$hash"
+}
+
+# run_worktree [NAME [REPO]]: the path of the worktree of the run named
+# NAME (its trace id, for a ULID): where git's record of it says, else
+# where Forge makes it (runs_dir/NAME).  Without NAME: the worktrees git
+# knows on a forge/ branch (none: nothing printed).
+run_worktree() {
+	local name=${1:-} repo=${2:-${REPO:-.}} path
+	if [ -z "$name" ]; then
+		git -C "$repo" worktree list --porcelain |
+			awk '/^worktree / { p = substr($0, 10) } /^branch refs\/heads\/forge\// { print p }'
+		return
+	fi
+	path=$(git -C "$repo" worktree list --porcelain | sed -n 's/^worktree //p' | grep -m1 "/$name\$")
+	if [ -n "$path" ]; then
+		echo "$path"
+	else
+		echo "$(runs_dir "$repo")/$name"
+	fi
+}
+
+# no_run_worktrees [REPO]: no run's worktree of REPO is there: its runs dir
+# holds nothing but its root file (or is not there), and nothing is in the
+# legacy .forge/worktrees.
+no_run_worktrees() {
+	local repo=${1:-${REPO:-.}} runs
+	runs=$(runs_dir "$repo") || return
+	[ ! -e "$runs" ] || [ -z "$(ls -A "$runs" | grep -vx root)" ] || return
+	[ ! -e "$repo/.forge/worktrees" ] || [ -z "$(ls -A "$repo/.forge/worktrees")" ]
+}
+
 # deep_repo: the calc fixture as $REPO (the current directory) at a path
 # 3770 bytes long -- nested directories under the test's own, whatever its
 # length -- with a file $DEEP (300 bytes) committed in it: the repository and
 # its files are within the system's PATH_MAX (4096), the same file in a
-# run's worktree (.forge/worktrees/TRACE/, 44 bytes further in) is not.
+# run's worktree ($FORGE_WORKTREES/KEY/TRACE/, FORGE_WORKTREES the
+# repository's path and ".w") is not.
 deep_repo() {
 	local dir name
 	dir=$(cd "$BATS_TEST_TMPDIR" && pwd -P) || return
@@ -265,6 +316,7 @@ deep_repo() {
 	while [ $((${#dir} + 201)) -le 3750 ]; do dir=$dir/$name; done
 	dir=$dir/$(printf 'r%.0s' $(seq $((3770 - ${#dir} - 1))))
 	REPO=$dir
+	export FORGE_WORKTREES=$REPO.w
 	calc_repo "$REPO"
 	DEEP=$(printf 'a%.0s' {1..200})/$(printf 'b%.0s' {1..99})
 	mkdir "$REPO/${DEEP%/*}" && echo deep >"$REPO/$DEEP"

@@ -302,9 +302,10 @@ static void test_has_object(void)
 
 /* A repository whose main working tree git does not know -- a bare one with
  * linked worktrees, a --separate-git-dir one's linked worktree -- has the
- * checkout as its root: .forge and the runs' worktrees are there, and a
- * run's worktree opens back to it (hunt45 #1: before, the root was the
- * directory holding the git directory, outside any checkout). */
+ * checkout as its root: .forge is there, the runs' worktrees in its own git
+ * directory (forge/root names the checkout), and a run's worktree opens
+ * back to it (hunt45 #1: before, the root was the directory holding the
+ * git directory, outside any checkout). */
 static void test_open_without_main_tree(void)
 {
 	const char *src = make_repo(), *proj = fresh("proj"), *sep = fresh("sep");
@@ -322,8 +323,13 @@ static void test_open_without_main_tree(void)
 	CHECK_STR(forge_git_checkout(g), real);
 	CHECK_INT(forge_git_find_root(&root, real), -1);        /* libgit2 decides */
 	CHECK_OK(forge_git_worktree_open(&wt, g, "B1", NULL));
-	buf_addf(&p, "%s/.forge/worktrees/B1", real);
+	/* in the worktrees base, in a runs dir of this checkout's own, whose
+	 * root file names it */
+	buf_addf(&p, "%s/B1", forge_git_runs_dir(g));
 	CHECK_STR(forge_git_worktree_path(wt), p.buf);
+	CHECK_STR(out("dirname '%s'", forge_git_runs_dir(g)), out("cd \"$FORGE_WORKTREES\" && pwd -P"));
+	CHECK_STR(out("basename '%s' | sed 's/-[0-9a-f]\\{16\\}$/-HEX/'", forge_git_runs_dir(g)), "main-HEX");
+	CHECK_STR(out("cat '%s/root'", forge_git_runs_dir(g)), real);
 	CHECK_STR(out("git -C '%s' rev-parse --git-common-dir", p.buf), out("cd '%s/repo.git' && pwd -P", proj));
 	CHECK_STR(out("git -C '%s' rev-parse --abbrev-ref HEAD", p.buf), "forge/B1");
 	CHECK_OK(forge_git_open(&g2, p.buf));
@@ -699,8 +705,13 @@ static void test_worktree_create(void)
 	CHECK(!forge_git_worktree_reopened(wt));
 	CHECK_STR(forge_git_worktree_branch(wt), "forge/T1");
 	CHECK_STR(forge_git_worktree_trace(wt), "T1");
-	CHECK_STR(forge_git_worktree_path(wt), out("echo \"$(cd '%s' && pwd -P)/.forge/worktrees/T1\"",
-						   repo));
+	/* out of the checkout, where the project's test runners never look:
+	 * $FORGE_WORKTREES/KEY/T1, its root file naming the checkout */
+	CHECK_STR(out("dirname \"$(dirname '%s')\"", forge_git_worktree_path(wt)),
+		  out("cd \"$FORGE_WORKTREES\" && pwd -P"));
+	CHECK_STR(out("basename '%s'", forge_git_worktree_path(wt)), "T1");
+	CHECK_STR(out("cat \"$(dirname '%s')/root\"", forge_git_worktree_path(wt)), out("cd '%s' && pwd -P", repo));
+	CHECK_STR(out("cd '%s' && find . -name README -print", repo), "./README");
 	CHECK_STR(forge_git_worktree_base(wt), out("git -C '%s' rev-parse main", repo));
 	CHECK_STR(out("git -C '%s' symbolic-ref HEAD", forge_git_worktree_path(wt)),
 		  "refs/heads/forge/T1");
@@ -759,14 +770,119 @@ static void test_worktree_reopen(void)
 	forge_git_worktree_free(again);
 	again = NULL;
 	/* Directory deleted by hand: made again on the same branch. */
-	CHECK(sh("rm -rf '%s/.forge/worktrees/R1'", repo) == 0);
+	CHECK(sh("rm -rf '%s/R1'", forge_git_runs_dir(g)) == 0);
 	CHECK_OK(forge_git_worktree_open(&again, g, "R1", NULL));
 	CHECK(!forge_git_worktree_reopened(again));
 	CHECK_STR(forge_git_worktree_base(again), base);
 	CHECK_STR(out("git -C '%s' rev-parse HEAD", forge_git_worktree_path(again)), base);
+	forge_git_worktree_free(again);
+	again = NULL;
+
+	/* A run an older Forge made in .forge/worktrees is used where it is,
+	 * listed, opened back to its repository, and found again after the
+	 * repository moved with it. */
+	CHECK(sh("set -e; cd '%s'; mkdir -p .forge/worktrees; git worktree move '%s/R1' "
+		 ".forge/worktrees/R1; echo old >.forge/worktrees/R1/old.txt", repo, forge_git_runs_dir(g)) == 0);
+	forge_git_free(g);
+	g = NULL;
+	CHECK_OK(forge_git_open(&g, repo));
+	CHECK_OK(forge_git_worktree_open(&again, g, "R1", NULL));
+	CHECK(forge_git_worktree_reopened(again));
+	CHECK_STR(forge_git_worktree_path(again), out("echo \"$(cd '%s' && pwd -P)/.forge/worktrees/R1\"", repo));
+	CHECK(forge_git_is_run_worktree(g, forge_git_worktree_path(again)));
+	{
+		jv list = jv_null();
+		struct forge_git *g2 = NULL;
+
+		CHECK_OK(forge_git_worktree_list(&list, g, "R1"));
+		CHECK_INT(jv_array_length(list), 1);
+		CHECK_OK(forge_git_open(&g2, forge_git_worktree_path(again)));
+		CHECK_STR(forge_git_checkout(g2), forge_git_root(g));
+		forge_git_free(g2);
+	}
+	forge_git_worktree_free(again);
+	again = NULL;
+	forge_git_free(g);
+	g = NULL;
+	CHECK(sh("mv '%s' '%s.moved'", repo, repo) == 0);
+	CHECK_OK(forge_git_open(&g, out("echo '%s.moved'", repo)));
+	CHECK_OK(forge_git_worktree_open(&again, g, "R1", NULL));
+	CHECK(forge_git_worktree_reopened(again));
+	CHECK_STR(out("cat '%s/old.txt'", forge_git_worktree_path(again)), "old");
+	CHECK_STR(out("git -C '%s' rev-parse --abbrev-ref HEAD", forge_git_worktree_path(again)), "forge/R1");
 	free(base);
 	forge_git_worktree_free(again);
 	forge_git_free(g);
+}
+
+/*
+ * The runs dir of a checkout in the worktrees base: KEY its name (at most
+ * 32 bytes, [A-Za-z0-9._-], others as '_') and 16 hex digits of a hash of
+ * its common directory, the same from a subdirectory or a run's worktree;
+ * a checkout moved after its run began finds the run's worktree where it
+ * was made (git's record), linked back to it, and the old runs dir's root
+ * file then names the new place.
+ */
+static void test_runs_dir(void)
+{
+	const char *repo = make_repo(), *key;
+	struct forge_git *g = NULL, *g2 = NULL;
+	struct forge_git_worktree *wt = NULL;
+	char *runs = NULL, *path = NULL;
+	struct buf long_name = BUF_INIT;
+
+	CHECK(repo);
+	CHECK(sh("set -e; d='%s/we ird:n\xc3\xa9me.0123456789012345678901234567890'; mv '%s' \"$d\";"
+		 "mkdir -p \"$d/sub/deeper\"", tmpdir, repo) == 0);
+	buf_addf(&long_name, "%s/we ird:n\xc3\xa9me.0123456789012345678901234567890", tmpdir);
+	CHECK_OK(forge_git_open(&g, long_name.buf));
+	runs = xstrdup(forge_git_runs_dir(g));
+	key = strrchr(runs, '/') + 1;
+	CHECK_STR(out("dirname '%s'", runs), out("cd \"$FORGE_WORKTREES\" && pwd -P"));
+	CHECK_INT((int)strlen(key), 32 + 1 + 16);
+	CHECK(strncmp(key, "we_ird_n__me.0123456789012345678-", 33) == 0);
+	CHECK(strspn(key + 33, "0123456789abcdef") == 16);
+	buf_addf(&long_name, "/sub/deeper");
+	CHECK_OK(forge_git_open(&g2, long_name.buf));
+	CHECK_STR(forge_git_runs_dir(g2), runs);
+	forge_git_free(g2);
+	g2 = NULL;
+	/* (nothing is made before a worktree is) */
+	CHECK_INT(access(runs, F_OK), -1);
+	CHECK_OK(forge_git_worktree_open(&wt, g, "M1", NULL));
+	path = xstrdup(forge_git_worktree_path(wt));
+	write_file(path, "work.txt", "in progress\n");
+	CHECK_OK(forge_git_open(&g2, path));            /* from the run's worktree */
+	CHECK_STR(forge_git_runs_dir(g2), runs);
+	CHECK_STR(forge_git_root(g2), forge_git_root(g));
+	forge_git_free(g2);
+	g2 = NULL;
+	forge_git_worktree_free(wt);
+	wt = NULL;
+	forge_git_free(g);
+	g = NULL;
+
+	/* moved: another key, the run's worktree found where it is */
+	CHECK(sh("mv '%s/we ird:n\xc3\xa9me.0123456789012345678901234567890' '%s/moved-here'", tmpdir, tmpdir) == 0);
+	CHECK_OK(forge_git_open(&g, out("echo '%s/moved-here'", tmpdir)));
+	CHECK(strcmp(forge_git_runs_dir(g), runs) != 0);
+	CHECK_OK(forge_git_worktree_open(&wt, g, "M1", NULL));
+	CHECK(forge_git_worktree_reopened(wt));
+	CHECK_STR(forge_git_worktree_path(wt), path);
+	CHECK_STR(out("cat '%s/work.txt'", path), "in progress");
+	CHECK_STR(out("git -C '%s' rev-parse --abbrev-ref HEAD", path), "forge/M1");
+	CHECK_STR(out("cat '%s/root'", runs), out("cd '%s/moved-here' && pwd -P", tmpdir));
+	CHECK(forge_git_is_run_worktree(g, path));
+	CHECK_OK(forge_git_open(&g2, path));
+	CHECK_STR(forge_git_root(g2), forge_git_root(g));
+	forge_git_free(g2);
+	forge_git_worktree_free(wt);
+	CHECK_OK(forge_git_worktree_remove(g, "M1", FORGE_GIT_REMOVE_FORCE));
+	CHECK_INT(access(path, F_OK), -1);
+	forge_git_free(g);
+	free(runs);
+	free(path);
+	buf_release(&long_name);
 }
 
 static void test_status_and_diff(void)
@@ -1985,6 +2101,13 @@ int main(void)
 	/* The git command line must not read the developer's config. */
 	setenv("HOME", tmpdir, 1);
 	setenv("XDG_CONFIG_HOME", tmpdir, 1);
+	{
+		/* runs' worktrees made out of the checkouts (git.h forge_git_runs_dir) */
+		char wts[sizeof tmpdir + 16];
+
+		snprintf(wts, sizeof wts, "%s/worktrees", tmpdir);
+		setenv("FORGE_WORKTREES", wts, 1);
+	}
 	setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
 	setenv("GIT_AUTHOR_NAME", "test", 1);
 	setenv("GIT_AUTHOR_EMAIL", "test@example.com", 1);
@@ -2004,6 +2127,7 @@ int main(void)
 	RUN(test_worktree_create);
 	RUN(test_worktrees_at_once);
 	RUN(test_worktree_reopen);
+	RUN(test_runs_dir);
 	RUN(test_status_and_diff);
 	RUN(test_commit);
 	RUN(test_commit_nested_repo);

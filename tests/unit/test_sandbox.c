@@ -780,6 +780,43 @@ static void test_walls(void)
 		unlink(config);
 		unlink(other);
 	}
+	/* a run's worktree in the worktrees base (FORGE_WORKTREES/KEY/T):
+	 * the base -- the other runs' beside it, other repositories' -- is an
+	 * empty directory in the view, this one bound back writable in it */
+	{
+		char real[PATH_MAX], base[PATH_MAX], real_base[PATH_MAX], runs[PATH_MAX + 40], r1[PATH_MAX + 48], *old;
+		struct sandbox_cmd rc = cmd;
+		struct buf c = BUF_INIT;
+
+		old = getenv("FORGE_WORKTREES") ? xstrdup(getenv("FORGE_WORKTREES")) : NULL;
+		CHECK(realpath(main_git, real) != NULL);
+		snprintf(base, sizeof(base), "%s/state-wts", outside);
+		snprintf(runs, sizeof(runs), "%s/main-0123456789abcdef", base);
+		snprintf(r1, sizeof(r1), "%s/R1", runs);
+		buf_addf(&c, "mkdir -p %s %s/R2 %s/other-fedcba9876543210/X1 %s/worktrees/R1 && "
+			 "echo ../.. >%s/worktrees/R1/commondir && echo %s/.git >%s/worktrees/R1/gitdir && "
+			 "echo 'gitdir: %s/worktrees/R1' >%s/.git",
+			 r1, runs, base, real, real, r1, real, real, r1);
+		run(c.buf);
+		buf_release(&c);
+		setenv("FORGE_WORKTREES", base, 1);
+		CHECK(realpath(base, real_base) != NULL);
+		rc.root = r1;
+		sandbox_walls_build(&w, p, &rc, env, true);
+		CHECK(has(w.readable, real));
+		CHECK(view_has(&w, real_base, NULL, NSVIEW_HIDE));
+		CHECK(view_has(&w, r1, NULL, NSVIEW_RW));
+		sandbox_walls_release(&w);
+		/* the person's own linked worktree elsewhere hides nothing */
+		sandbox_walls_build(&w, p, &cmd, env, true);
+		CHECK(!view_has(&w, real_base, NULL, NSVIEW_HIDE));
+		sandbox_walls_release(&w);
+		if (old)
+			setenv("FORGE_WORKTREES", old, 1);
+		else
+			unsetenv("FORGE_WORKTREES");
+		free(old);
+	}
 	sandbox_policy_free(p);
 
 	sec = json_parse("{\"read_anywhere\":true}", strlen("{\"read_anywhere\":true}"));
