@@ -22,6 +22,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* What every build needs to read (and execute). */
@@ -70,11 +71,18 @@ struct list {
 	size_t n, cap;
 };
 
-static void list_add(struct list *l, const char *s)
+static bool list_has(const struct list *l, const char *s)
 {
 	for (size_t i = 0; i < l->n; i++)
 		if (!strcmp(l->v[i], s))
-			return;
+			return true;
+	return false;
+}
+
+static void list_add(struct list *l, const char *s)
+{
+	if (list_has(l, s))
+		return;
 	if (l->n + 1 >= l->cap) {
 		l->cap = l->cap ? 2 * l->cap : 32;
 		l->v = xrealloc(l->v, l->cap * sizeof(char *));
@@ -462,7 +470,9 @@ static void add_manager_home(struct list *readable, struct list *hidden, const c
  * of a phase, so it is built once and kept while they stay (getpwuid() and
  * a realpath() of each place are ~60 system calls).  Verdicts are kept by
  * the directory's real path, which is taken again for every command: a
- * directory the command could replace by a link is judged anew.
+ * directory the command could replace by a link is judged anew (a
+ * toolchain home's only while the directory stays as it was:
+ * guard_refuses_home).
  */
 struct guard {
 	char *path[24];
@@ -472,6 +482,10 @@ struct guard {
 	struct verdict {
 		char *real;
 		const char *why;	/* NULL: may be read */
+		bool home;		/* guard_refuses_home's (judged with its secrets) */
+		dev_t dev;		/* a home's: the directory when judged */
+		ino_t ino;
+		struct timespec mtime, ctime;
 	} *verdicts;
 	size_t nverdicts;
 };
@@ -621,29 +635,85 @@ static const char *guard_refuses(struct guard *g, const char *dir)
 	if (!real)
 		return NULL;	/* not there: nothing is bound */
 	for (size_t i = 0; i < g->nverdicts; i++)
-		if (!strcmp(g->verdicts[i].real, real)) {
+		if (!g->verdicts[i].home && !strcmp(g->verdicts[i].real, real)) {
 			free(real);
 			return g->verdicts[i].why;
 		}
 	why = guard_judge(g, real, false);
 	g->verdicts = xrealloc(g->verdicts, (g->nverdicts + 1) * sizeof *g->verdicts);
-	g->verdicts[g->nverdicts].real = real;	/* owned by the guard now */
-	g->verdicts[g->nverdicts++].why = why;
+	g->verdicts[g->nverdicts] = (struct verdict){ .real = real, .why = why };	/* owned by the guard now */
+	g->nverdicts++;
 	return why;
 }
 
-/* guard_refuses for a toolchain home made readable by add_home, around
+/* How long a home must have stayed unchanged before its verdict is kept:
+ * well above the granularity of any file system's times (FAT's 2 s), so a
+ * change after the stamp cannot get the very times it had. */
+int sandbox_home_settled_sec = 3;
+
+static bool settled(struct timespec t, struct timespec now)
+{
+	return (long long)t.tv_sec + sandbox_home_settled_sec < (long long)now.tv_sec;
+}
+
+/*
+ * guard_refuses for a toolchain home made readable by add_home, around
  * its secrets: what is beneath them (a run's worktree in ~/.local/state,
- * the repository's parent the guard keeps) does not keep it out. */
+ * the repository's parent the guard keeps) does not keep it out.
+ *
+ * Judged again for every command, unlike a PATH entry: a .ssh that
+ * appears in ~/.cargo between two commands keeps it out of the next.  The
+ * verdict (a dozen lstat()s of the names in private_dots, for each home of
+ * each command) is kept with the home's real path, device, inode and
+ * modification and change times, and used while they stay: what the
+ * judgement reads beyond the guard's own (fixed) paths is which names the
+ * directory holds, and an entry made, removed or renamed in it, a chmod,
+ * or another directory in its place (a link, a mount) changes one of
+ * them, whatever a command or anyone else did.  The times are taken
+ * before the judgement, and only a home unchanged for sandbox_home_settled_sec
+ * before it is kept: a change within the same tick of the clock (or the
+ * same 2 s of a coarse file system) would leave its times as they were.
+ */
 static const char *guard_refuses_home(struct guard *g, const char *dir)
 {
 	char *real = realpath(dir, NULL);
+	struct verdict *v = NULL;
+	struct timespec now;
+	struct stat st;
 	const char *why;
+	bool stamped;
 
 	if (!real)
 		return NULL;
+	stamped = clock_gettime(CLOCK_REALTIME, &now) == 0 && lstat(real, &st) == 0 && S_ISDIR(st.st_mode);
+	for (size_t i = 0; i < g->nverdicts && !v; i++)
+		if (g->verdicts[i].home && !strcmp(g->verdicts[i].real, real))
+			v = &g->verdicts[i];
+	if (v && stamped && v->dev == st.st_dev && v->ino == st.st_ino && same_time(v->mtime, st.st_mtim) &&
+	    same_time(v->ctime, st.st_ctim)) {
+		free(real);
+		return v->why;
+	}
+	if (v) {
+		/* changed since: forgotten (the last verdict takes its place) */
+		free(v->real);
+		*v = g->verdicts[--g->nverdicts];
+	}
 	why = guard_judge(g, real, true);
-	free(real);
+	if (!stamped || !settled(st.st_mtim, now) || !settled(st.st_ctim, now)) {
+		free(real);
+		return why;
+	}
+	g->verdicts = xrealloc(g->verdicts, (g->nverdicts + 1) * sizeof *g->verdicts);
+	g->verdicts[g->nverdicts++] = (struct verdict){
+		.real = real,	/* owned by the guard now */
+		.why = why,
+		.home = true,
+		.dev = st.st_dev,
+		.ino = st.st_ino,
+		.mtime = st.st_mtim,
+		.ctime = st.st_ctim,
+	};
 	return why;
 }
 
@@ -663,6 +733,7 @@ static void add_path_dirs(struct list *readable, struct list *hidden, struct lis
 			  struct guard *g, char *const *env)
 {
 	const char *val = NULL;
+	struct list seen = { 0 }, homes = { 0 };
 
 	for (size_t i = 0; env && env[i]; i++)
 		if (!strncmp(env[i], "PATH=", 5))
@@ -674,8 +745,13 @@ static void add_path_dirs(struct list *readable, struct list *hidden, struct lis
 			const char *why;
 			memcpy(dir, val, n);
 			dir[n] = '\0';
-			if (access(dir, X_OK) != 0) {
-				/* not there or not searchable: nothing to bind */
+			/* named again (PATH=~/.cargo/bin:~/.cargo/bin:...):
+			 * what it adds is there already */
+			bool again = list_has(&seen, dir);
+
+			list_add(&seen, dir);
+			if (again || access(dir, X_OK) != 0) {
+				/* named before, not there or not searchable: nothing to bind */
 			} else if ((why = guard_refuses(g, dir))) {
 				note_left_out(left_out, "PATH", dir, why);
 			} else {
@@ -685,8 +761,12 @@ static void add_path_dirs(struct list *readable, struct list *hidden, struct lis
 				if (slash && slash > dir) {
 					*slash = '\0';
 					slash = strrchr(dir, '/');
-					if (slash && slash[1] == '.' && !guard_refuses_home(g, dir))
-						add_home(readable, hidden, dir);
+					/* (~/.pyenv/shims and ~/.pyenv/bin: one home) */
+					if (slash && slash[1] == '.' && !list_has(&homes, dir)) {
+						list_add(&homes, dir);
+						if (!guard_refuses_home(g, dir))
+							add_home(readable, hidden, dir);
+					}
 				}
 			}
 		}
@@ -694,6 +774,8 @@ static void add_path_dirs(struct list *readable, struct list *hidden, struct lis
 		if (*val == ':')
 			val++;
 	}
+	list_release(&seen);
+	list_release(&homes);
 }
 
 /* The toolchain homes the command's environment names (sandbox_build_env:

@@ -13,4 +13,9 @@
  */
 const char *sandbox_env_value(char *const *env, const char *name);
 
+/* How many seconds a toolchain home must have stayed unchanged before the
+ * guard keeps its verdict for the next commands (sandbox_exec.c: 3).  A
+ * variable for the unit tests only, which cannot make a directory old. */
+extern int sandbox_home_settled_sec;
+
 #endif

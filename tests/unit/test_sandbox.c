@@ -830,6 +830,68 @@ static void test_walls(void)
 	sandbox_policy_free(p);
 }
 
+/* A toolchain home's verdict is kept only while the home stays as it was:
+ * a .ssh that appears in it between two commands, the home replaced by a
+ * link to a directory holding one, or by another directory holding one,
+ * keeps it out of the next command's walls, as when it was judged anew
+ * for every command. */
+static void test_home_verdicts(void)
+{
+	struct sandbox_policy *p = NULL;
+	struct sandbox_walls w;
+	struct sandbox_cmd cmd = { 0 };
+	char wt[PATH_MAX], home[PATH_MAX], ssh[PATH_MAX + 8], other[PATH_MAX + 8], old[PATH_MAX + 8];
+	char path_env[PATH_MAX + 32], c[8 * PATH_MAX];
+	char *env[2];
+	int settled = sandbox_home_settled_sec;
+
+	snprintf(wt, sizeof(wt), "%s/hv-wt", outside);
+	snprintf(home, sizeof(home), "%s/hv-home/.tc", outside);
+	snprintf(ssh, sizeof(ssh), "%s/.ssh", home);
+	snprintf(other, sizeof(other), "%s.other", home);
+	snprintf(old, sizeof(old), "%s.old", home);
+	snprintf(c, sizeof(c), "mkdir -p %s %s/bin %s/bin %s/.ssh", wt, home, other, other);
+	run(c);
+	snprintf(path_env, sizeof(path_env), "PATH=%s/bin:/usr/bin", home);
+	env[0] = path_env;
+	env[1] = NULL;
+	CHECK(sandbox_policy_new(&p, jv_null()) == 0);
+	cmd.root = wt;
+	cmd.tmp = "/tmp";
+	/* as the home is now: a new directory, judged for every command */
+	for (int round = 0; round < 2; round++) {
+		sandbox_walls_build(&w, p, &cmd, env, false);
+		CHECK_MSG(has(w.readable, home), "round %d", round);
+		sandbox_walls_release(&w);
+		CHECK(mkdir(ssh, 0700) == 0);
+		sandbox_walls_build(&w, p, &cmd, env, false);
+		CHECK_MSG(!has(w.readable, home), "round %d: a .ssh appeared in it", round);
+		sandbox_walls_release(&w);
+		CHECK(rmdir(ssh) == 0);
+	}
+	/* as a home unchanged for long is: its verdict is kept, and given up
+	 * when another directory takes its place */
+	sandbox_home_settled_sec = -1000000;
+	sandbox_walls_build(&w, p, &cmd, env, false);
+	CHECK(has(w.readable, home));
+	sandbox_walls_release(&w);
+	sandbox_walls_build(&w, p, &cmd, env, false);
+	CHECK(has(w.readable, home));	/* (the kept verdict) */
+	sandbox_walls_release(&w);
+	CHECK(rename(home, old) == 0);
+	CHECK(symlink(other, home) == 0);
+	sandbox_walls_build(&w, p, &cmd, env, false);
+	CHECK_MSG(!has(w.readable, home) && !has(w.readable, other), "the home became a link");
+	sandbox_walls_release(&w);
+	CHECK(unlink(home) == 0);
+	CHECK(rename(other, home) == 0);
+	sandbox_walls_build(&w, p, &cmd, env, false);
+	CHECK_MSG(!has(w.readable, home), "another directory took the home's place");
+	sandbox_walls_release(&w);
+	sandbox_home_settled_sec = settled;
+	sandbox_policy_free(p);
+}
+
 static void test_features(void)
 {
 	jv f;
@@ -887,6 +949,7 @@ int main(void)
 	RUN(test_env_value);
 	RUN(test_env_untranslated);
 	RUN(test_walls);
+	RUN(test_home_verdicts);
 	RUN(test_features);
 	teardown();
 	return unit_done();
