@@ -373,6 +373,7 @@ int session_open(struct session *s, const struct cli_common *common, unsigned fl
 	sandbox_set_identity_source(forge_git_identity);
 	/* and what they make in a submodule's directory is removed after them */
 	sandbox_set_gitlinks_source(forge_git_gitlinks);
+	sandbox_set_run_root_source(forge_git_is_run_root);
 	int found = cli_repo_root(&s->repo, common->repo);
 
 	if (found < 0) {

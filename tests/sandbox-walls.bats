@@ -5,7 +5,8 @@
 # is visible, secrets outside the read allow-list cannot be read, host unix
 # sockets cannot be reached, nothing outlives the call, a fork bomb stops at
 # the process limit, writes land only in the worktree and the temp dir
-# (.forge read-only), a .git made in a submodule's directory is removed
+# (.forge read-only; without namespaces put back after the command), a
+# .git made in a submodule's directory is removed
 # after the command, and a normal build still works in a linked worktree.
 # The last tests make the same attacks through the agent with the mock, and
 # check that a link a command leaves in the worktree is not written through
@@ -912,6 +913,114 @@ printf 'gitdir: /\n' >src/a/.git && chmod 000 src/a/b && echo planted"
 
 @test "unprivileged: a git directory a command makes below the worktree's own is removed after it" {
 	nested_git_removed user
+}
+
+# nested_git_run_worktree MODE: in a run's worktree (made by Forge from a
+# commit, in $FORGE_WORKTREES/KEY/) nothing is looked for before a
+# command, so a .git below the worktree's own that is there before one
+# (an earlier command's that could not be removed) is no person's clone:
+# it is removed after the next command, and named.  Elsewhere it is left
+# (nested_git_removed).
+nested_git_run_worktree() {
+	export FORGE_WORKTREES="$UD/runs"
+	local key="main-0123456789abcdef"
+	mkdir -p "$UD/runs/$key"
+	echo "$UD/main" >"$UD/runs/$key/root"
+	git -C "$UD/main" worktree add -q -b forge/run1 "$UD/runs/$key/run1"
+	mkdir -p "$UD/runs/$key/run1/src/.git"
+	echo 'fsmonitor = "echo RAN"' >"$UD/runs/$key/run1/src/.git/config"
+	[ "$(id -u)" = 0 ] && chown -R 65534:65534 "$UD/runs"
+	as "$1"
+	for sb in '{}' '{"namespaces":"off"}'; do
+		tool -C "$UD/runs/$key/run1" --sandbox "$sb" 'echo quiet'
+		[[ "$text" == *quiet* ]]
+		[[ "$(jq -r '.data.unconfined | join(" ")' <<<"$output")" == *"the command made $UD/runs/$key/run1/src/.git, a git directory below the worktree's own"*"removed"* ]]
+		[ ! -e "$UD/runs/$key/run1/src/.git" ]
+		[ -d "$UD/runs/$key/run1/src" ]
+		mkdir "$UD/runs/$key/run1/src/.git"
+		[ "$(id -u)" = 0 ] && chown -R 65534:65534 "$UD/runs"
+	done
+	# a worktree elsewhere keeps the one that was there before
+	mkdir -p "$UD/wt/src/.git"
+	[ "$MODE" = user ] && chown -R 65534:65534 "$UD/wt/src"
+	tool 'echo quiet'
+	[ -d "$UD/wt/src/.git" ]
+	[[ "$(jq -r '.data.unconfined // [] | join(" ")' <<<"$output")" != *"git directory below"* ]]
+}
+
+@test "root: in a run's worktree a .git below the worktree's own that was there before the command is removed after it" {
+	nested_git_run_worktree root
+}
+
+@test "unprivileged: in a run's worktree a .git below the worktree's own that was there before the command is removed after it" {
+	nested_git_run_worktree user
+}
+
+# forge_dir_put_back MODE: a command may change nothing in the worktree's
+# .forge (Forge's configuration, skills, prompts: a person who merges the
+# branch, or a later phase reading the worktree, would take them as
+# Forge's).  With the mount view it is read-only; without, Landlock cannot
+# keep a command from writing there, so what it changed is put back after
+# it (contents, modes, owners), what it removed made again and what it
+# made removed, each named in the note.
+forge_dir_put_back() {
+	mkdir -p "$UD/wt/.forge/skills/review"
+	echo skill >"$UD/wt/.forge/skills/review/SKILL.md"
+	as "$1"
+	chmod 555 "$UD/wt/.forge/skills"
+	local owner
+	owner=$(stat -c %u:%g "$UD/wt/.forge/config.json")
+	local attack='echo "{\"sandbox\":{\"namespaces\":\"off\"}}" >.forge/config.json; chmod u+w .forge/skills;
+rm -rf .forge/skills/review; mkdir -p .forge/prompts && echo evil >.forge/prompts/implement.md;
+ln -s /etc .forge/etc; echo db >.forge/forge.db; chmod 000 .forge/skills; echo attacked'
+	for sb in '{}' '{"namespaces":"off"}'; do
+		tool --sandbox "$sb" "$attack"
+		[[ "$text" == *attacked* ]]
+		[ "$(cat "$UD/wt/.forge/config.json")" = '{"original":true}' ]
+		[ "$(cat "$UD/wt/.forge/skills/review/SKILL.md")" = skill ]
+		[ ! -e "$UD/wt/.forge/prompts" ] && [ ! -L "$UD/wt/.forge/etc" ] && [ ! -e "$UD/wt/.forge/forge.db" ]
+		[ "$(stat -c %a "$UD/wt/.forge/skills")" = 555 ]
+		[ "$(stat -c %u:%g "$UD/wt/.forge/config.json")" = "$owner" ]
+		[ "$(stat -c %u:%g "$UD/wt/.forge/skills/review/SKILL.md")" = "$owner" ]
+	done
+	# (the last, without namespaces, wrote there: the note says what was put back)
+	notes=$(jq -r '.data.unconfined | join(" ")' <<<"$output")
+	[[ "$notes" == *"the command changed "*"$UD/wt/.forge/config.json"*"Forge's configuration, which no command may write: put back as it was before the command"* ]]
+	[[ "$notes" == *"the command changed "*"$UD/wt/.forge/skills/review/SKILL.md"* ]]
+	[[ "$notes" == *"the command made "*"$UD/wt/.forge/prompts"*"in .forge, Forge's configuration, which no command may write: removed"* ]]
+	[[ "$notes" == *"the command made "*"$UD/wt/.forge/etc"*removed* ]]
+	# nor can .forge be replaced as a whole
+	tool --sandbox '{"namespaces":"off"}' 'chmod -R u+w .forge && rm -rf .forge && echo x >.forge && echo replaced'
+	[[ "$text" == *replaced* ]]
+	[ "$(cat "$UD/wt/.forge/config.json")" = '{"original":true}' ]
+	# a command that changes nothing there: no note
+	tool --sandbox '{"namespaces":"off"}' 'cat .forge/config.json; echo quiet'
+	[[ "$text" == *quiet* ]]
+	[[ "$(jq -r '.data.unconfined // [] | join(" ")' <<<"$output")" != *"Forge's configuration"* ]]
+	# in the main working tree, what Forge writes there as a command runs
+	# (its database, logs) is left to it; its configuration is not
+	mkdir -p "$UD/main/.forge"
+	echo '{"main":true}' >"$UD/main/.forge/config.json"
+	[ "$MODE" = user ] && chown -R 65534:65534 "$UD/main/.forge"
+	tool -C "$UD/main" --sandbox '{"namespaces":"off"}' 'echo db >.forge/forge.db; echo "{}" >.forge/config.json; echo written'
+	[[ "$text" == *written* ]]
+	[ "$(cat "$UD/main/.forge/forge.db")" = db ]
+	[ "$(cat "$UD/main/.forge/config.json")" = '{"main":true}' ]
+	# without a .forge, none is left made
+	chmod 755 "$UD/wt/.forge/skills"
+	rm -rf "$UD/wt/.forge"
+	tool --sandbox '{"namespaces":"off"}' 'mkdir -p .forge/skills && echo "{}" >.forge/config.json && echo made'
+	[[ "$text" == *made* ]]
+	[ ! -e "$UD/wt/.forge" ]
+	[[ "$(jq -r '.data.unconfined | join(" ")' <<<"$output")" == *"the command made $UD/wt/.forge in .forge"*removed* ]]
+}
+
+@test "root: what a command changes in the worktree's .forge is put back after it" {
+	forge_dir_put_back root
+}
+
+@test "unprivileged: what a command changes in the worktree's .forge is put back after it" {
+	forge_dir_put_back user
 }
 
 # git_config_covered MODE: the repository's credentials (a CI checkout's

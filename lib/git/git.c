@@ -1326,6 +1326,29 @@ bool forge_git_is_run_worktree(const struct forge_git *g, const char *dir)
 	return is_run_worktree(g, dir);
 }
 
+bool forge_git_is_run_root(const char *dir)
+{
+	char *real = realpath(dir, NULL), *base = worktrees_base(), *real_base = NULL, *parent = NULL;
+	static const char legacy[] = "/.forge/worktrees";
+	struct buf link = BUF_INIT;
+	struct stat st;
+	bool is = false;
+
+	/* (a linked worktree: its .git a file) */
+	if (!real || (buf_addf(&link, "%s/.git", real), lstat(link.buf, &st) < 0) || !S_ISREG(st.st_mode))
+		goto out;
+	parent = path_parent(real);
+	is = (strlen(parent) > strlen(legacy) && !strcmp(parent + strlen(parent) - strlen(legacy), legacy)) ||
+	     (base && (real_base = realpath(base, NULL)) && in_runs_base(real_base, real));
+out:
+	buf_release(&link);
+	free(real);
+	free(base);
+	free(real_base);
+	free(parent);
+	return is;
+}
+
 int forge_git_merge_lock(struct forge_git *g)
 {
 	if (g->merge_locks == 0) {

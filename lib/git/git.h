@@ -227,6 +227,12 @@ const char *forge_git_runs_dir(const struct forge_git *g);
  * ROOT/.forge/worktrees.  By path alone. */
 bool forge_git_is_run_worktree(const struct forge_git *g, const char *dir);
 
+/* Whether dir is a run's worktree of any repository, by path alone: a
+ * linked worktree (its .git a file) directly in a KEY directory of the
+ * worktrees base, or in an older Forge's ROOT/.forge/worktrees.  A
+ * sandbox_run_root_fn (os/sandbox.h). */
+bool forge_git_is_run_root(const char *dir);
+
 /* The commit `rev` names, as a 40-hex SHA. */
 int forge_git_resolve(char **out, struct forge_git *g, const char *rev);
 

@@ -281,6 +281,19 @@ typedef int (*sandbox_gitlinks_fn)(char ***paths, const char *root);
 void sandbox_set_gitlinks_source(sandbox_gitlinks_fn fn);
 
 /*
+ * Whether root (absolute) is one of Forge's runs' worktrees, checked out
+ * by Forge from a commit: there sandbox_run() does not look for nested
+ * .git directories before a command (none can be there but what an
+ * earlier command made and could not remove: each one found after the
+ * command is removed, and named).  Elsewhere (a person's checkout) one
+ * that was there before the command, a person's own nested clone, is
+ * left.  The program sets fn (git/git.h forge_git_is_run_root); NULL:
+ * none, every root is looked at before the command.
+ */
+typedef bool (*sandbox_run_root_fn)(const char *root);
+void sandbox_set_run_root_source(sandbox_run_root_fn fn);
+
+/*
  * THE CHECKOUT'S INSTALLED DEPENDENCIES.  What a person installed in the
  * main checkout and git ignores -- node_modules at its root and in its
  * package directories one or two levels down (packages/NAME/node_modules),
@@ -339,6 +352,16 @@ void sandbox_deps_release(struct sandbox_deps *d);
  *   below, a minimal /dev and a /proc of its own processes (no Forge
  *   process, no host socket under /tmp or /run, no /dev/shm); root's
  *   .forge is read-only; everything it starts ends with it;
+ * - a command may change nothing in root's .forge (Forge's configuration,
+ *   skills and prompts, which a person who merges the branch or a later
+ *   phase would take as Forge's): without the view it can write there,
+ *   so what it changed or removed is put back after it and what it made
+ *   is removed, each named in *unconfined (sandbox_internal.h
+ *   forge_guard_save: the database, logs and runs' worktrees Forge itself
+ *   writes in a checkout's .forge are left);
+ * - a .git a command makes below root's own (src/.git), where git run by
+ *   a person would take its configuration, is removed after it and named
+ *   (sandbox_set_run_root_source);
  * - Landlock (sandbox.landlock): writes only beneath root, tmp and
  *   p->writable; reads only beneath those and the read allow-list (unless
  *   sandbox.read_anywhere); abstract sockets and signals scoped (ABI 6);

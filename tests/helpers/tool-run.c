@@ -69,6 +69,7 @@ int main(int argc, char **argv)
 	}
 	sandbox_set_identity_source(forge_git_identity);   /* as session_open() does */
 	sandbox_set_gitlinks_source(forge_git_gitlinks);
+	sandbox_set_run_root_source(forge_git_is_run_root);
 	rc = sandbox_policy_new(&policy, sec);
 	jv_free(sec);
 	if (rc < 0) {
