@@ -53,6 +53,9 @@ struct vindex {
 	uint8_t *heap;          /* in-process mode: header + rows */
 	size_t heap_cap;
 	int fd1;                /* the mapped file's descriptor + 1; 0 = none */
+	uint8_t *copy;          /* a small mapped file's rows, read at once (copy_rows) */
+	bool copy_tried;        /* copy_rows ran (once a map) */
+	size_t reads;           /* reads of the mapped file's rows (vindex_file_reads) */
 	bool populated;         /* the map made resident for a scan (vindex_search) */
 	int64_t first, last;    /* the seqs of the first and last rows */
 };
@@ -86,6 +89,10 @@ static void unmap(struct vindex *v)
 	v->populated = false;
 	v->map = NULL;
 	v->map_len = 0;
+	free(v->copy);
+	v->copy = NULL;
+	v->copy_tried = false;
+	v->reads = 0;
 	v->data = v->heap ? v->heap + HDR : NULL;
 }
 
@@ -614,7 +621,7 @@ int vindex_search(struct vhit **out, size_t *count, struct memory *m, const floa
 	float qs;
 
 	quantize_query(qq, &qs, q, dim, vdim);
-	if (v->map && !v->populated && v->map_len <= VINDEX_POPULATE_MAX) {
+	if (v->map && !v->copy && !v->populated && v->map_len <= VINDEX_POPULATE_MAX) {
 		v->populated = true;    /* best effort: before Linux 5.14 it faults in */
 		(void)madvise(v->map, v->map_len, MADV_POPULATE_READ);
 	}
@@ -697,7 +704,7 @@ static size_t row_of(const struct vindex *v, int64_t seq)
  * row is not there (look it up in the map).
  */
 #define ROW_WINDOW 8
-static const uint8_t *read_row(const struct vindex *v, int64_t seq, uint8_t *buf, size_t cap)
+static const uint8_t *read_row(struct vindex *v, int64_t seq, uint8_t *buf, size_t cap)
 {
 	size_t stride = stride_of(&v->h), n = v->h.count, guess, at, k;
 
@@ -709,6 +716,8 @@ static const uint8_t *read_row(const struct vindex *v, int64_t seq, uint8_t *buf
 	k = n - at < ROW_WINDOW ? n - at : ROW_WINDOW;
 	ssize_t got = pread(v->fd1 - 1, buf, k * stride, (off_t)(HDR + at * stride));
 
+	v->reads++;
+
 	for (size_t i = 0; got > 0 && i < (size_t)got / stride; i++) {
 		int64_t s;
 
@@ -719,6 +728,50 @@ static const uint8_t *read_row(const struct vindex *v, int64_t seq, uint8_t *buf
 	return NULL;
 }
 
+/*
+ * A mapped file up to this size has its rows read whole, with one pread
+ * into the heap (which the memory programs make resident at start,
+ * app/memory_cli.c), at the first row a search looks up: recall looks up
+ * the rows of all its candidates, ~190 for a query at 460 memories, and a
+ * pread each (read_row) cost ~0.25 ms of system time where one read of
+ * the 125 KB file costs ~5 us.  256 KiB: ~960 memories of the local
+ * embedding.  A bigger file keeps a pread a row: 27 MB at 100K memories.
+ */
+#define VINDEX_COPY_MAX (256u << 10)
+
+/* The rows of the mapped file into v->copy, v->data pointing there; as
+ * before (the map and read_row) when it cannot be read, without trying
+ * again for this map. */
+static void copy_rows(struct vindex *v)
+{
+	size_t len = v->h.count * stride_of(&v->h), at = 0;
+	uint8_t *p = malloc(len);
+
+	v->copy_tried = true;
+
+	while (p && at < len) {
+		ssize_t got = pread(v->fd1 - 1, p + at, len - at, (off_t)(HDR + at));
+
+		v->reads++;
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			break;
+		at += (size_t)got;
+	}
+	if (!p || at < len) {
+		free(p);
+		return;
+	}
+	v->copy = p;
+	v->data = p;
+}
+
+size_t vindex_file_reads(struct memory *m)
+{
+	return m->idx ? m->idx->reads : 0;
+}
+
 bool vindex_cosine(float *cos, struct memory *m, int64_t seq, const float *q, size_t dim)
 {
 	struct vindex *v = m->idx;
@@ -726,7 +779,9 @@ bool vindex_cosine(float *cos, struct memory *m, int64_t seq, const float *q, si
 
 	if (!v || !v->data || v->h.dim != dim || v->h.count == 0)
 		return false;
-	const uint8_t *row = read_row(v, seq, buf, sizeof buf);
+	if (v->fd1 && !v->copy_tried && v->map_len <= VINDEX_COPY_MAX)
+		copy_rows(v);
+	const uint8_t *row = v->copy ? NULL : read_row(v, seq, buf, sizeof buf);
 
 	if (!row) {
 		size_t lo = row_of(v, seq);

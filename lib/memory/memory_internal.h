@@ -159,6 +159,9 @@ int vindex_pg_search(struct vhit **out, size_t *count, struct memory *m, const f
 		     size_t dim, int type, size_t n);
 /* Cosine of q to row seq; false when the row is not in the index. */
 bool vindex_cosine(float *cos, struct memory *m, int64_t seq, const float *q, size_t dim);
+/* How many reads of the vector file's rows this handle made since it
+ * mapped the file (for tests and benches). */
+size_t vindex_file_reads(struct memory *m);
 /* Rows in the index (0 before the first sync). */
 size_t vindex_rows(struct memory *m);
 /* {"path","rows","dim","bytes","embedder"} */

@@ -293,6 +293,7 @@ struct cand {
 	bool pass;               /* passes the query's filter */
 	int rank[NLISTS];        /* 1-based among the candidates that pass; 0 = absent */
 	double conf, rec, fused, rel;
+	double cover;            /* a result's coverage() */
 	jv mem;
 	/* which of the query's terms it holds (memory_hits), once read: the
 	 * concept weight reads the top lexical ones, the results' coverage
@@ -1415,7 +1416,10 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 			break;
 		if (!c->has_cos)
 			c->has_cos = vindex_cosine(&c->cos, m, c->seq, qv, dim);
-		if (mem_get_seq(&c->mem, m, c->seq) < 0)
+		/* (its text read inside the read transaction, as every read of
+		 * the search: a statement alone takes and drops SQLite's locks) */
+		if (mem_get_seq(&c->mem, m, c->seq) < 0 ||
+		    coverage(&c->cover, m, c, &qt, (double)vindex_rows(m)) < 0)
 			goto out;
 		nres++;
 	}
@@ -1436,11 +1440,9 @@ int memory_recall(jv *out, struct memory *m, const struct memory_query *q)
 	for (size_t i = 0; i < nres; i++) {
 		struct cand *c = &cs.c[i];
 		double cos = c->has_cos && c->cos > 0 ? (c->cos > 1 ? 1 : c->cos) : 0;
-		double lex = best > 0 ? c->bm25 / best : 0, cover;
+		double lex = best > 0 ? c->bm25 / best : 0, cover = c->cover;
 		jv o, ranks;
 
-		if (coverage(&cover, m, c, &qt, (double)vindex_rows(m)) < 0)
-			goto out;
 		o = jv_object();
 		ranks = jv_object();
 

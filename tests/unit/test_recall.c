@@ -55,7 +55,7 @@ static void fillers(void)
 
 /* The ids recall returns for text (limit 10, no_touch), best first, as one
  * space-separated string (malloc'd); expand false leaves out the concept list. */
-static char *recall_ids(const char *text, bool expand)
+static char *recall_field(const char *text, bool expand, const char *field)
 {
 	struct memory_query q;
 	struct buf b = BUF_INIT;
@@ -71,12 +71,17 @@ static char *recall_ids(const char *text, bool expand)
 	jv_array_foreach(out, i, r) {
 		jv mem = json_get(r, "memory");
 
-		buf_addf(&b, "%s%s", i ? " " : "", json_get_str(mem, "id"));
+		buf_addf(&b, "%s%s", i ? " " : "", json_get_str(mem, field));
 		jv_free(mem);
 		jv_free(r);
 	}
 	jv_free(out);
 	return b.buf ? buf_detach(&b, NULL) : xstrdup("");
+}
+
+static char *recall_ids(const char *text, bool expand)
+{
+	return recall_field(text, expand, "id");
 }
 
 /* Position (0-based) of id in the space-separated ids, -1 when absent. */
@@ -273,6 +278,7 @@ static void test_concepts_find_paraphrase(void)
 struct text_reads {
 	long long seq[64];
 	int n;
+	int alone;              /* reads outside a transaction */
 };
 
 static int trace_text(unsigned type, void *ctx, void *p, void *x)
@@ -284,6 +290,7 @@ static int trace_text(unsigned type, void *ctx, void *p, void *x)
 	(void)x;
 	if (type != SQLITE_TRACE_STMT || strcmp(sqlite3_sql(s), TEXT_SQL) != 0)
 		return 0;
+	r->alone += sqlite3_get_autocommit(sqlite3_db_handle(s)) != 0;
 	sql = sqlite3_expanded_sql(s);
 	if (sql && r->n < (int)(sizeof r->seq / sizeof r->seq[0]))
 		r->seq[r->n++] = strtoll(sql + strlen(TEXT_SQL) - 1, NULL, 10);
@@ -293,7 +300,9 @@ static int trace_text(unsigned type, void *ctx, void *p, void *x)
 
 /* A recall reads each memory's text once: the coverage of its results
  * reuses what the concept weight read of the best word matches (it read
- * the first three again: 13 reads of 10 memories, ~3% of a search). */
+ * the first three again: 13 reads of 10 memories, ~3% of a search); and
+ * inside its read transaction (a statement alone takes and drops
+ * SQLite's read lock, three system calls on a file database). */
 static void test_recall_reads_each_text_once(void)
 {
 	struct text_reads r = { .n = 0 };
@@ -308,6 +317,7 @@ static void test_recall_reads_each_text_once(void)
 	sqlite3_trace_v2(store_db(st), 0, NULL, NULL);
 	CHECK_MSG(pos_of(ids, id) == 0, "%s (want %s first)", ids, id);
 	CHECK_MSG(r.n >= 10, "%d texts read (coverage reads every result's)", r.n);
+	CHECK_MSG(r.alone == 0, "%d of %d texts read outside the read transaction", r.alone, r.n);
 	for (int i = 0; i < r.n; i++)
 		for (int k = 0; k < i; k++)
 			CHECK_MSG(r.seq[i] != r.seq[k], "memory %lld's text read twice (reads %d and %d of %d)",
@@ -618,6 +628,45 @@ static void test_migration_rebuilds_index(void)
 	rmdir(dir);
 }
 
+/* A recall at a few dozen memories reads the vector file's rows with one
+ * read (memory_index.c: copy_rows), not one per candidate, and ranks as
+ * the vectors kept in memory do. */
+static void test_recall_reads_vectors_once(void)
+{
+	char dir[] = "/tmp/forge-test-recall-XXXXXX", path[128], id[ULID_LEN + 1];
+	const char *query = "review migrations before the release";
+	char *in_memory, *from_file;
+
+	open_mem(":memory:");
+	fillers();
+	put(id, "Squash the migrations of a release into one file before tagging it", 0.5, T0);
+	in_memory = recall_field(query, true, "content");
+	close_mem();
+	CHECK(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/f.db", dir);
+	open_mem(path);
+	fillers();
+	put(id, "Squash the migrations of a release into one file before tagging it", 0.5, T0);
+	close_mem();
+	open_mem(path);
+	from_file = recall_field(query, true, "content");
+	CHECK_MSG(vindex_rows(m) == 21, "%zu rows in the vector file", vindex_rows(m));
+	CHECK_MSG(vindex_file_reads(m) == 1, "%zu reads of the vector file", vindex_file_reads(m));
+	CHECK_MSG(strncmp(from_file, "Squash", 6) == 0, "%s", from_file);
+	/* the same memories in the same order */
+	CHECK_MSG(strchr(in_memory, ' ') && !strcmp(in_memory, from_file), "%s / %s", in_memory, from_file);
+	free(in_memory);
+	free(from_file);
+	close_mem();
+	static const char *const files[] = { "f.db", "f.db.vectors", "f.db.vectors.lock", "f.db-wal",
+					     "f.db-shm", "f.db.accesses" };
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+		unlink(path);
+	}
+	CHECK(rmdir(dir) == 0);
+}
+
 int main(void)
 {
 	RUN(test_rrf_order);
@@ -634,6 +683,7 @@ int main(void)
 	RUN(test_stemming);
 	RUN(test_recall_reads_each_text_once);
 	RUN(test_migration_rebuilds_index);
+	RUN(test_recall_reads_vectors_once);
 	RUN(test_stamp_hash);
 	return unit_done();
 }
