@@ -6,6 +6,7 @@
 #include "core/json.h"
 #include "data/config.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -551,8 +552,10 @@ static char *render(jv gate_in, jv state_in, const struct config *cfg, bool colo
 	const char *id = json_get_str(gate, "id"), *prompt = json_get_str(gate, "prompt");
 
 	buf_init(&v.b, 0);
-	buf_addf(&v.b, "\n%sforge: gate %s: %s%s\n", sgr(&v, TERM_BOLD), id ? id : "?", prompt ? prompt : "",
-		 sgr(&v, TERM_RESET));
+	/* (begun with the program's name, "forge run: gate ...", as the
+	 * supervisor's other lines of the gate are: sup_say) */
+	buf_addf(&v.b, "\n%s%s: gate %s: %s%s\n", sgr(&v, TERM_BOLD), program_invocation_short_name, id ? id : "?",
+		 prompt ? prompt : "", sgr(&v, TERM_RESET));
 	/* A pipeline node's own gate shows what the nodes before it made (its
 	 * id, LADDER_NODE, named no view: compile's rule set was shown as
 	 * "(the run has no plan yet)"). */

@@ -808,16 +808,41 @@ static void warn_once(void *payload, const char *msg)
 	free(shown);
 }
 
+/* See phase.h. */
+void phase_retry_text(struct buf *b, jv payload)
+{
+	const char *reason = json_get_str(payload, "reason");
+	double status = json_get_num(payload, "status", 0), wait = json_get_num(payload, "wait_s", 0);
+
+	buf_adds(b, reason ? reason : "the call failed");
+	if (status > 0)
+		buf_addf(b, " (%.0f)", status);
+	buf_addf(b, ", retrying in %.*f s (attempt %.0f of %.0f)", wait < 10 && wait != floor(wait) ? 1 : 0, wait,
+		 json_get_num(payload, "attempt", 0), json_get_num(payload, "max_attempts", 0));
+}
+
 /* A model call waits to be made again (llm_options' on_retry): an
  * llm.retry event, which the supervisor's view shows (before: the run sat
- * silent through waits of up to llm.retry_max_delay_s a retry). */
+ * silent through waits of up to llm.retry_max_delay_s a retry), and, run
+ * by hand (not with -q), the same line on stderr: the events go to stdout,
+ * and a person at the terminal saw nothing through the wait. */
 static void retry_event(void *payload, const struct llm_retry *r)
 {
+	struct phase *ph = payload;
 	jv p = json_set(json_set(jv_object(), "attempt", jv_number(r->attempt)), "max_attempts",
 			jv_number(r->max_attempts));
 
 	p = json_set(json_set(p, "status", jv_number((double)r->status)), "wait_s", jv_number(r->wait_s));
-	phase_emit(payload, "llm.retry", json_set(p, "reason", jv_string(r->reason)));
+	p = json_set(p, "reason", jv_string(r->reason));
+	if (ph->report) {
+		struct buf line = BUF_INIT;
+
+		phase_retry_text(&line, p);
+		term_status_clear();
+		fprintf(stderr, "%s: %s\n", ph->spec->program, line.buf);
+		buf_release(&line);
+	}
+	phase_emit(ph, "llm.retry", p);
 }
 
 int phase_llm(struct llm_client **out, struct phase *ph, bool fast)
@@ -935,6 +960,21 @@ static void agent_tool(void *payload, const char *tool, jv input, bool ok, const
 	}
 	free(args);
 	buf_release(&head);
+}
+
+/* -v: a tool call cut at the output limit (tool.cut), one line as a call
+ * that ran has: nothing ran, and the model is told to make smaller calls. */
+static void agent_cut(void *payload, const char *tool, int max_tokens)
+{
+	struct phase *ph = payload;
+	bool color = term_color(STDERR_FILENO);
+	char *name = xstrdup(tool ? tool : "tool");
+
+	term_clean_line(name, strlen(name));    /* (the model's word: not checked, the call was cut) */
+	term_status_clear();
+	fprintf(stderr, "%s: %s%s%s cut at the output limit of %d tokens: nothing ran\n", ph->spec->program,
+		term_sgr(color, TERM_YELLOW), name, term_sgr(color, TERM_RESET), max_tokens);
+	free(name);
 }
 
 static void agent_progress(void *payload, int iteration, const char *tool, double cost)
@@ -1230,6 +1270,7 @@ const char *phase_run_agent(struct agent_result *out, struct phase *ph, struct a
 		.progress = ph->progress ? agent_progress : NULL, .progress_payload = ph,
 		.on_call = status ? agent_call : NULL, .on_text = status ? agent_text : NULL,
 		.on_tool = ph->common.verbosity > 0 ? agent_tool : NULL,
+		.on_cut = ph->common.verbosity > 0 ? agent_cut : NULL,
 		.remember = remember, .remember_payload = ph,
 	};
 	cfg->reflect = config_get_bool(ph->cfg, "memory.reflect");

@@ -45,6 +45,7 @@
 #include "app/cli.h"
 #include "data/stream.h"
 
+struct buf;
 struct config;
 struct llm_client;
 struct llm_response;
@@ -361,6 +362,12 @@ jv phase_command_after(struct phase *ph, const char *dir, jv before, const char 
 
 /* Emit an event from the phase.  Consumes payload. */
 void phase_emit(struct phase *ph, const char *type, jv payload);
+
+/* What an llm.retry event's payload (borrowed) says, into b: "provider
+ * overloaded (529), retrying in 4 s (attempt 2 of 3)" -- the line of
+ * forge run's view ("    implement: ...") and of a phase run by hand
+ * ("forge-implement: ..."), worded once. */
+void phase_retry_text(struct buf *b, jv payload);
 
 /* A line on stderr, "PROG: " and the text, with its control characters
  * spaces (term_clean): for any line that quotes what came from outside --

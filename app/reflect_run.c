@@ -72,7 +72,7 @@ int reflect_facts_read(struct reflect_facts *f, struct store *st, const char *tr
 
 	memset(f, 0, sizeof *f);
 	/* every call of the run: "" sorts before every timestamp */
-	if (store_tool_outcomes(&f->tool_calls, &f->tool_failed, st, trace, "") < 0)
+	if (store_tool_outcomes(&f->tool_calls, &f->tool_failed, st, trace, "", jv_null()) < 0)
 		return -1;
 	if (gate_list(&rows, st, trace, false) < 0)
 		return -1;

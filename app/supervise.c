@@ -5,6 +5,7 @@
 #include "app/supervise_int.h"
 #include "app/runshare.h"
 #include "app/human.h"
+#include "app/phase.h"
 #include "app/runview.h"
 #include "core/buf.h"
 #include "core/money.h"
@@ -446,13 +447,13 @@ static double error_rate(struct sup *s, long *calls)
 	 * resume after the breaker tripped tripped again at once; nor are
 	 * those of a phase that has since ended ok: it got past its errors,
 	 * and a stop before the next phase left a resume that went on with
-	 * nothing changed) */
+	 * nothing changed.  Only that phase's: a node running beside it, or
+	 * one that failed, still counts with its errors -- before, every
+	 * call made before the last ok end was left out) */
 	if (from < s->began_ms)
 		from = s->began_ms;
-	if (from < s->tools_from_ms)
-		from = s->tools_from_ms;
 	timestamp_format(since, from);
-	if (store_tool_outcomes(calls, &failed, s->o->store, s->trace, since) < 0)
+	if (store_tool_outcomes(calls, &failed, s->o->store, s->trace, since, jv_copy(s->phases_ok)) < 0)
 		return -1;
 	return *calls ? (double)failed / (double)*calls : 0;
 }
@@ -852,15 +853,11 @@ int sup_bounce_stopped(struct sup *s, enum gate_outcome h)
  * 4 s (attempt 2 of 3)". */
 static void show_retry(const char *phase, jv p)
 {
-	const char *reason = json_get_str(p, "reason");
-	double status = json_get_num(p, "status", 0), wait = json_get_num(p, "wait_s", 0);
-	char code[32] = "";
+	struct buf line = BUF_INIT;
 
-	if (status > 0)
-		snprintf(code, sizeof code, " (%.0f)", status);
-	fprintf(stderr, "    %s%s%s%s, retrying in %.*f s (attempt %.0f of %.0f)\n", phase ? phase : "",
-		phase ? ": " : "", reason ? reason : "the call failed", code, wait < 10 && wait != floor(wait) ? 1 : 0,
-		wait, json_get_num(p, "attempt", 0), json_get_num(p, "max_attempts", 0));
+	phase_retry_text(&line, p);
+	fprintf(stderr, "    %s%s%s\n", phase ? phase : "", phase ? ": " : "", line.buf);
+	buf_release(&line);
 }
 
 /* The progress line of an event of type (its payload borrowed) from phase
@@ -1452,6 +1449,7 @@ static void sup_init(struct sup *s, const struct supervise_opts *o, const char *
 	s->state = jv_null();
 	s->approval = jv_null();
 	s->phase_cost = jv_object();
+	s->phases_ok = jv_object();
 	s->saved = jv_null();
 	s->pl = PL_IDLE;
 	snprintf(s->trace, sizeof s->trace, "%s", trace);
@@ -1687,6 +1685,7 @@ static void sup_release(struct sup *s)
 	jv_free(s->state);
 	jv_free(s->approval);
 	jv_free(s->phase_cost);
+	jv_free(s->phases_ok);
 	jv_free(s->saved);
 	free(s->deploy_config);
 	free(s->deploy_strategy);

@@ -641,6 +641,23 @@ static int decide(struct gx *x, size_t i, const char *outcome)
 	return decide_program(x, i, outcome);
 }
 
+/*
+ * Phase `phase` ended ok: its tool calls so far are no longer the run's
+ * error-rate breaker's (sup_breaker).  Unless a node of the same phase
+ * still runs (two reviews at once): their events name the same phase, and
+ * the one still running must count with its errors.
+ */
+static void phase_ended_ok(struct gx *x, const char *phase)
+{
+	char now[TIMESTAMP_LEN + 1];
+
+	for (size_t i = 0; i < x->g->n; i++)
+		if (x->busy[i] && x->g->nodes[i].phase && strcmp(x->g->nodes[i].phase, phase) == 0)
+			return;
+	timestamp_now(now);
+	x->s->phases_ok = json_set(x->s->phases_ok, phase, jv_string(now));
+}
+
 /* ---- running a node ------------------------------------------------------ */
 
 static void job_stdout(void *payload, const char *line, size_t len, int cut)
@@ -1309,7 +1326,7 @@ static void record_end(struct gx *x, struct job *j, char *conflict, size_t len)
 	}
 	set_run(x, j->node, "status", jv_string(j->outcome));
 	if (nd->phase && strcmp(j->outcome, "ok") == 0)
-		s->tools_from_ms = now_ms();    /* (sup_breaker's error rate) */
+		phase_ended_ok(x, nd->phase);
 	/* A phase's result is a gate's to look at before the next nodes start (results_to_gate). */
 	if (nd->phase)
 		set_run(x, j->node, "gated", jv_bool(strcmp(j->outcome, "ok") != 0));

@@ -35,8 +35,8 @@ struct sup {
 	enum pipeline_state pl;
 	long pending;               /* writes in the open batch (transaction) */
 	int64_t began_ms;           /* when this process took the run up (run or resume) */
-	int64_t tools_from_ms;      /* when the last phase ended ok: the tool calls before are
-	                               not the error-rate breaker's (0: none yet) */
+	jv phases_ok;               /* {phase: timestamp}: when each phase last ended ok; its
+	                               tool calls before are not the error-rate breaker's */
 	bool unsynced;              /* a checkpoint is committed, not yet synced */
 	bool unpushed;              /* a checkpoint's branch not yet pushed (git.push_remote) */
 	bool deploy_approved;       /* a human approved the production deploy */

@@ -379,16 +379,20 @@ void term_spinner_stop(void)
 	term_status_clear();
 }
 
+/* The length of the control character at s[0..left) that term_clean()
+ * makes spaces (buf_control_at(), newline and tab aside), or 0. */
+static size_t unsafe_at(const char *s, size_t left)
+{
+	size_t k = buf_control_at(s, left);
+
+	return k && *s != '\n' && *s != '\t' ? k : 0;
+}
+
 void term_clean(char *s, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c == 0xC2 && i + 1 < n && (unsigned char)s[i + 1] >= 0x80 && (unsigned char)s[i + 1] <= 0x9F)
-			s[i] = s[i + 1] = ' ', i++;
-		else if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F)
-			s[i] = ' ';
-	}
+	for (size_t i = 0, k; i < n; i += k ? k : 1)
+		if ((k = unsafe_at(s + i, n - i)))
+			memset(s + i, ' ', k);
 }
 
 void term_clean_line(char *s, size_t n)
@@ -404,18 +408,12 @@ void term_clean_line(char *s, size_t n)
 static char *clean_text(const char *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F || c == 0xC2) {
+		if (unsafe_at(s + i, n - i)) {
 			char *out = xmalloc(n + 1);
 
 			memcpy(out, s, n);
 			out[n] = '\0';
-			term_clean(out, n);
-			if (memcmp(out, s, n) == 0) {   /* (a C2 of no C1) */
-				free(out);
-				return NULL;
-			}
+			term_clean(out + i, n - i);
 			return out;
 		}
 	}

@@ -7,6 +7,7 @@
 #include "app/cli.h"
 #include "app/runview.h"
 #include "app/term.h"
+#include "core/buf.h"
 #include "core/forge.h"
 #include "core/json.h"
 #include "git/git.h"
@@ -41,12 +42,21 @@ static bool colour(void)
 	return term_color(STDOUT_FILENO);
 }
 
-/* The patch, each line coloured as git colours it when colour is on. */
-static void print_patch(const char *patch, bool on)
+/*
+ * The patch, each line coloured as git colours it when colour is on.  On
+ * a terminal its control characters are shown as less shows them, ^[ for
+ * an escape (buf_add_visible()): the files are a model's, and one that
+ * holds an escape sequence would set the terminal's title, hide lines or
+ * fake others (before: written as they were).  To a pipe, byte for byte:
+ * what git apply reads.
+ */
+static void print_patch(const char *patch, bool on, bool terminal)
 {
+	struct buf shown = BUF_INIT;
+
 	for (const char *p = patch; *p;) {
 		size_t n = strcspn(p, "\n");
-		const char *c = NULL;
+		const char *c = NULL, *line = p;
 
 		if (on) {
 			if (!strncmp(p, "diff ", 5) || !strncmp(p, "index ", 6) || !strncmp(p, "--- ", 4) ||
@@ -59,9 +69,16 @@ static void print_patch(const char *patch, bool on)
 			else if (*p == '-')
 				c = "\033[31m";
 		}
-		printf("%s%.*s%s\n", c ? c : "", (int)n, p, c ? "\033[m" : "");
 		p += n + (p[n] == '\n');
+		if (terminal) {
+			buf_truncate(&shown, 0);
+			buf_add_visible(&shown, line, n);
+			line = shown.buf ? shown.buf : "";
+			n = shown.len;
+		}
+		printf("%s%.*s%s\n", c ? c : "", (int)n, line, c ? "\033[m" : "");
 	}
+	buf_release(&shown);
 }
 
 static void print_stat(jv files_in)
@@ -113,14 +130,14 @@ static int show_patch(struct runview_open *v, jv diff)
 			fprintf(stderr, "forge-diff: %s\n", forge_last_error());
 			status = FORGE_EXIT_DEPENDENCY;
 		} else {
-			print_patch(patch, colour());
+			print_patch(patch, colour(), isatty(STDOUT_FILENO));
 		}
 	} else if (store_checkpoint_latest(&cp, v->ses.store, v->trace) < 0) {
 		fprintf(stderr, "forge-diff: %s\n", forge_last_error());
 		status = FORGE_EXIT_DEPENDENCY;
 	} else {
 		jv ch = json_get(cp, "changes");
-		print_patch(json_get_str(ch, "diff") ? json_get_str(ch, "diff") : "", colour());
+		print_patch(json_get_str(ch, "diff") ? json_get_str(ch, "diff") : "", colour(), isatty(STDOUT_FILENO));
 		jv_free(ch);
 	}
 	free(patch);

@@ -85,7 +85,7 @@ events_of() { forge events replay "$1" | jq -c --arg t "$2" 'select(.type == $t)
 	events_of "$T" run.paused | jq -e '.reason == "interrupted"'
 	# the same gate is asked again on resume
 	run -0 on_tty --type 'e\nkeep the usage line in sync\n' -- forge resume --config "$CFG" "$T"
-	grep -qF "forge: gate architecture_approval: Review proposed architecture" "$SHOWN"
+	grep -qF "forge resume: gate architecture_approval: Review proposed architecture" "$SHOWN"
 	[ "$(run_status "$T")" = completed ]
 	run -0 events_of "$T" gate.approved
 	jq -e --arg g "$G" '.id == $g and .by == "human" and .note == "keep the usage line in sync"' <<<"$output"

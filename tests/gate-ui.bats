@@ -32,7 +32,7 @@ plain() { sed 's/\x1b\[[0-9;]*m//g' "$SHOWN"; }
 @test "the architecture gate shows the plan: summary, risk and reasons, estimate, tasks and files; y approves" {
 	run -0 on_tty --type 'y\n' -- forge run --config "$CFG" "add a mul operation"
 	run -0 plain
-	[[ "$output" == *"forge: gate architecture_approval: Review proposed architecture before implementation begins."* ]]
+	[[ "$output" == *"forge run: gate architecture_approval: Review proposed architecture before implementation begins."* ]]
 	[[ "$output" == *"  Plan: Add a mul operation to calc: calc mul A B prints A times B."* ]]
 	[[ "$output" == *$'  Risk: high (score 0.60)\n    - changes the command-line interface\n'* ]]
 	[[ "$output" == *"  Estimate: complexity low, effort 15m"* ]]

@@ -951,6 +951,20 @@ hang_implement() {
 	done
 }
 
+@test "-v shows a tool call cut at llm.max_tokens as one line of its phase, as it shows the calls that ran" {
+	# (before: nothing, the call that ran next shown as if it were the first)
+	use_mock
+	cut='{"tool_calls":[{"name":"write_file","arguments":"{\"path\":\"calc.c\",\"content\":\"int"}],"stop_reason":"max_tokens"}'
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" --argjson c "$cut" '$p + [$c] + $i')"
+	run -0 --separate-stderr forge run -v "add a mul operation" </dev/null
+	run -0 grep -cF '  [implement] forge-implement: write_file cut at the output limit of 8192 tokens: nothing ran' <<<"$stderr"
+	assert_output 1
+	# without -v, none
+	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" --argjson c "$cut" '$p + [$c] + $i')"
+	run -0 --separate-stderr forge run "add a mul operation" </dev/null
+	[[ "$stderr" != *"cut at the output limit"* ]]
+}
+
 @test "tool errors of a phase that ended ok do not stop the run before the next phase (the error-rate breaker)" {
 	# (before: implement's failed reads tripped the run's breaker once
 	# implement had finished ok, exit 3; a resume, which does not count
@@ -983,6 +997,8 @@ hang_implement() {
 {"attempt":3,"max_attempts":3,"status":529,"wait_s":1,"reason":"provider overloaded"}'
 	[[ $stderr == *$'\n'"    implement: rate limited (429), retrying in 1.5 s (attempt 2 of 3)"$'\n'* ]]
 	[[ $stderr == *$'\n'"    implement: provider overloaded (529), retrying in 1 s (attempt 3 of 3)"$'\n'* ]]
+	# (said once: the phase itself says it only when run by hand)
+	[[ $stderr != *"forge-implement: rate limited"* ]]
 	# -q: no line; the events as before
 	script "$(jq -nc --argjson p "$PLAN" --argjson i "$IMPL" --argjson b "$busy" '$p + $b + $i')"
 	run -0 --separate-stderr forge run -q "add a mul operation" </dev/null
@@ -1014,6 +1030,50 @@ hang_implement() {
 	script "$(jq -nc --argjson p "$PLAN" '$p + [{fault: "server_error", times: "always"}]')"
 	run -5 --separate-stderr forge run -q "add a mul operation" </dev/null
 	[[ $stderr == *"node 'implement' failed: the provider failed (500) after 1 attempt: anthropic: HTTP 500"* ]]
+}
+
+@test "a phase that ends ok leaves out its own tool errors only: a node still running beside it counts with its errors (the error-rate breaker)" {
+	# (before: plan's ok end left out every call made before it, the four
+	# failed ones of the node running beside it too; the node after plan
+	# started and the run completed)
+	use_mock
+	marks=$BATS_TEST_TMPDIR/marks
+	mkdir -p "$marks"
+	# beside: four failed tool calls, then it waits until the node after plan
+	# has started or the run has stopped (bounded), and ends ok
+	cat >"$BATS_TEST_TMPDIR/beside.sh" <<-EOF
+		#!/bin/sh
+		state=\$(head -n 1)
+		trace=\$(printf '%s' "\$state" | jq -r .trace_id)
+		for i in 1 2 3 4; do
+			printf '{"kind":"event","id":"01AAAAAAAAAAAAAAAAAAAAAAA%d","trace_id":"%s","ts":"%s","source":"beside","phase":null,"type":"tool.failed","payload":{"tool":"read_file","error":"no such file"}}\n' "\$i" "\$trace" "\$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)"
+		done
+		touch "$marks/failed"
+		n=0
+		until [ -e "$marks/after" ] || FORGE_DB="$FORGE_DB" "$FORGE_BINDIR/forge" events replay "\$trace" | grep -q breaker.tripped; do
+			n=\$((n + 1))
+			[ \$n -lt 600 ] || exit 3
+			sleep 0.05
+		done
+		printf '%s\n' "\$state"
+	EOF
+	cat >"$BATS_TEST_TMPDIR/after.sh" <<-EOF
+		#!/bin/sh
+		touch "$marks/after"
+		head -n 1
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/beside.sh" "$BATS_TEST_TMPDIR/after.sh"
+	jq -n --arg b "$BATS_TEST_TMPDIR/beside.sh" --arg a "$BATS_TEST_TMPDIR/after.sh" \
+		'{pipeline: "beside", version: 1, nodes: [{id: "plan", phase: "plan"}, {id: "beside", program: $b},
+		  {id: "after", program: $a, needs: ["plan"]}]}' >"$BATS_TEST_TMPDIR/p.json"
+	# plan answers once beside's failed calls are in
+	script "$(jq -nc --argjson p "$PLAN" --arg f "$marks/failed" '[$p[0] + {wait_file: $f}] + $p[1:]')"
+	run -3 --separate-stderr forge run -q --pipeline "$BATS_TEST_TMPDIR/p.json" --jobs 2 "add a mul operation" </dev/null
+	T=$(last_trace)
+	[ ! -e "$marks/after" ]
+	run -0 events_of "$T" breaker.tripped
+	jq -e '.breaker == "error_rate" and (.reason | test("tool error rate 100% over 4 calls"))' <<<"$output"
+	[ "$(forge status --json "$T" | jq -r '[.run.status, .state.nodes.plan, .state.nodes.after] | join(" ")')" = "failed done pending" ]
 }
 
 # plan_cut STEP: forge-plan's first call, answered by STEP, stalls forever

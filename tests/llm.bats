@@ -119,6 +119,18 @@ oai() { OPENAI_API_KEY=$CANARY forge-llm --provider openai --base-url "$MOCK_URL
 	[[ $stderr == *"HTTP 429"* && $stderr != *"resets in"* ]]
 }
 
+@test "a 429 whose rate limit resets now or in the past says it resets now, not 'in 0 s' (both providers)" {
+	echo '{"llm":{"max_retries":0}}' >"$BATS_TEST_TMPDIR/c0.json"
+	# Anthropic: a reset time already past (RFC 3339)
+	mock_steps '[{"fault":"rate_limit","headers":{"anthropic-ratelimit-requests-reset":"2020-01-01T00:00:00Z"}}]'
+	run -5 --separate-stderr anth --config "$BATS_TEST_TMPDIR/c0.json" hi
+	[[ $stderr == *"HTTP 429"*"; the rate limit resets now"* && $stderr != *"resets in"* ]]
+	# OpenAI: a reset in "0s"
+	mock_steps '[{"fault":"rate_limit","headers":{"x-ratelimit-reset-requests":"0s"}}]'
+	run -5 --separate-stderr oai --config "$BATS_TEST_TMPDIR/c0.json" hi
+	[[ $stderr == *"HTTP 429"*"; the rate limit resets now"* && $stderr != *"resets in"* ]]
+}
+
 @test "retry-after longer than llm.retry_max_delay_s: no early retry, exit 5 saying so" {
 	mock_steps '[{"fault":"rate_limit","retry_after":"120"},{"text":"too early"}]'
 	run --separate-stderr anth hi

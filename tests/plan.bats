@@ -365,6 +365,22 @@ tool_result() {
 	jq -e -s 'map(select(.type == "plan.risk_normalised")) | length == 0' <<<"$output"
 }
 
+@test "run by hand, a model call that waits to be retried says so on stderr, as forge run's view does (not with -q)" {
+	# (before: the llm.retry record went to stdout alone, and the terminal
+	# stayed silent through each wait)
+	busy='[{"fault":"rate_limit","retry_after_ms":1500},{"fault":"overloaded","retry_after":"1"}]'
+	steps=$(jq -sc --argjson b "$busy" '$b + [.[].response | {text: (.text // ""), tool_calls, usage}]' "$CASSETTES/plan-calc.jsonl")
+	mock "$steps"
+	run -0 --separate-stderr forge-plan --task "add a mul operation"
+	[[ $stderr == *"forge-plan: rate limited (429), retrying in 1.5 s (attempt 2 of 3)"$'\n'* ]]
+	[[ $stderr == *"forge-plan: provider overloaded (529), retrying in 1 s (attempt 3 of 3)"* ]]
+	[ "$(jq -c 'select(.type == "llm.retry") | .payload.attempt' <<<"$output" | tr '\n' ' ')" = "2 3 " ]
+	mock "$steps"
+	run -0 --separate-stderr forge-plan -q --task "add a mul operation"
+	[[ $stderr != *retrying* ]]
+	[ "$(jq -c 'select(.type == "llm.retry")' <<<"$output" | wc -l)" -eq 2 ]
+}
+
 @test "a model that cannot be reached is exit 5; ask_human is exit 4" {
 	mock '[{"fault":"auth"}]'
 	run -5 --separate-stderr forge-plan --task "add a mul operation"

@@ -297,6 +297,28 @@ setup() {
 	cmp "$wt/latin1.txt" "$BATS_TEST_TMPDIR/check/latin1.txt"
 }
 
+@test "forge diff on a terminal shows a file's control characters as less does (^[); to a pipe the patch stays byte for byte" {
+	# (before: a file a model wrote with an escape sequence drove the
+	# terminal of the person reading the diff: a title set, a line hidden)
+	wt="$(run_worktree "$T1")"
+	git -C "$wt" checkout -q "forge/$T1" 2>/dev/null || true
+	printf 'title \033]0;owned\007 clear \033[2J cr\rover del\177 c1 \302\233 tab\tend\n' >"$wt/planted.txt"
+	git -C "$wt" add planted.txt && git -C "$wt" commit -q -m planted
+	tty="$BATS_TEST_TMPDIR/tty"
+	run -0 env NO_COLOR=1 python3 "$FORGE_ROOT/tests/helpers/pty_run.py" --transcript "$tty" -- forge diff "$T1"
+	grep -qF '+title ^[]0;owned^G clear ^[[2J cr^Mover del^? c1 <U+009B> tab'$'\t''end' "$tty"
+	! grep -q $'\033\\]0;\\|\033\\[2J\\|\302\233' "$tty" || false
+	# coloured too: the colour's escapes are forge's, the file's visible
+	run -0 python3 "$FORGE_ROOT/tests/helpers/pty_run.py" --transcript "$tty" -- forge diff "$T1"
+	grep -qF $'\033[32m+title ^[]0;owned^G clear ^[[2J' "$tty"
+	# to a pipe: the bytes as git wrote them, a patch git apply takes
+	forge diff "$T1" >"$BATS_TEST_TMPDIR/run.patch"
+	grep -qF $'+title \033]0;owned\007 clear \033[2J cr\rover' "$BATS_TEST_TMPDIR/run.patch"
+	git worktree add -q --detach "$BATS_TEST_TMPDIR/check" "$BASE"
+	git -C "$BATS_TEST_TMPDIR/check" apply "$BATS_TEST_TMPDIR/run.patch"
+	cmp "$wt/planted.txt" "$BATS_TEST_TMPDIR/check/planted.txt"
+}
+
 @test "forge diff: the run's branch against its base as a patch git applies; --stat; colour only on a terminal" {
 	run -0 --separate-stderr forge diff "$T1"
 	[[ ${lines[0]} == "diff --git a/calc.c b/calc.c" ]]

@@ -402,6 +402,8 @@ static void cut_call(struct agent *a, const struct llm_tool_call *call)
 	emit(a, "tool.cut", json_set(json_set(json_set(jv_object(), "tool", jv_string(call->name)),
 					      "max_tokens", jv_number(a->answer_tokens)),
 				     "error", jv_string(call->input_error)));
+	if (a->env->on_cut)
+		a->env->on_cut(a->env->progress_payload, call->name, a->answer_tokens);
 	a->messages = jv_array_append(a->messages, llm_msg_tool_result(call->id, b.buf, true));
 	buf_release(&b);
 }

@@ -172,7 +172,11 @@ struct agent_env {
 	/* A tool call has run: its input and the head of its result (both
 	 * borrowed); may be NULL. */
 	void (*on_tool)(void *payload, const char *tool, jv input, bool ok, const char *result);
-	void *progress_payload;     /* for progress, on_call, on_text and on_tool */
+	/* A tool call cut at the answer's output limit, max_tokens, before
+	 * its arguments were whole: nothing ran (a tool.cut event); may be
+	 * NULL. */
+	void (*on_cut)(void *payload, const char *tool, int max_tokens);
+	void *progress_payload;     /* for progress, on_call, on_text, on_tool and on_cut */
 	/* Tests: replace sleeping between tool retries and the clock. */
 	void (*sleep_fn)(void *payload, double seconds);
 	long long (*clock_ms)(void *payload);

@@ -99,12 +99,50 @@ int buf_add_shell_quoted(struct buf *b, const char *s)
 	return rc == 0 ? buf_addch(b, '\'') : rc;
 }
 
-/* The length of the control character at s (1, 2 for C1 in UTF-8), or 0. */
+size_t buf_control_at(const char *s, size_t left)
+{
+	const unsigned char *u = (const unsigned char *)s;
+
+	if (!left)
+		return 0;
+	if (u[0] < 0x20 || u[0] == 0x7f)
+		return 1;
+	return left >= 2 && u[0] == 0xc2 && u[1] >= 0x80 && u[1] <= 0x9f ? 2 : 0;
+}
+
+/* buf_control_at() in a NUL-terminated string (past a byte that is not
+ * NUL, the next one is there to read). */
 static size_t control_at(const unsigned char *s)
 {
-	if (*s < 0x20 || *s == 0x7f)
-		return 1;
-	return s[0] == 0xc2 && s[1] >= 0x80 && s[1] <= 0x9f ? 2 : 0;
+	return buf_control_at((const char *)s, *s ? 2 : 1);
+}
+
+int buf_add_visible(struct buf *b, const char *s, size_t n)
+{
+	size_t start = b->len, from = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < n && rc == 0; ) {
+		size_t k = buf_control_at(s + i, n - i);
+		unsigned char c = (unsigned char)s[i];
+
+		if (!k || c == '\n' || c == '\t') {
+			i += k ? k : 1;
+			continue;
+		}
+		rc = buf_add(b, s + from, i - from);
+		if (rc == 0 && k == 2)
+			rc = buf_addf(b, "<U+%04X>", (unsigned char)s[i + 1]);
+		else if (rc == 0)
+			rc = buf_addf(b, "^%c", c == 0x7f ? '?' : c + 0x40);
+		i += k;
+		from = i;
+	}
+	if (rc == 0)
+		rc = buf_add(b, s + from, n - from);
+	if (rc < 0)
+		buf_truncate(b, start);
+	return rc;
 }
 
 /* The length of the well-formed UTF-8 character at s (1 for ASCII), or 0

@@ -46,6 +46,21 @@ int buf_add_shell_quoted(struct buf *b, const char *s);
  */
 int buf_add_path_quoted(struct buf *b, const char *path);
 bool buf_path_needs_quotes(const char *path);
+/*
+ * The length of the control character at s[0..left): 1 for C0 or DEL, 2
+ * for C1 as UTF-8 encodes it (C2 80..9F), 0 for anything else -- what may
+ * not reach a terminal as it is (an escape sequence moves the cursor, sets
+ * the title, hides lines).  The one test of buf_add_path_quoted(),
+ * buf_add_visible() and app/term.h's term_clean().
+ */
+size_t buf_control_at(const char *s, size_t left);
+/*
+ * Append s[0..n) as `less` shows it: every control character but newline
+ * and tab visible, C0 and DEL in caret notation (ESC ^[, CR ^M, NUL ^@,
+ * DEL ^?), C1 as <U+009B>; every other byte as it is.  For text a model
+ * or a repository wrote, shown whole on a terminal (forge diff).
+ */
+int buf_add_visible(struct buf *b, const char *s, size_t n);
 /* buf_add_path_quoted() as a new string (free(3) it). */
 char *buf_path_quoted(const char *path);
 /*

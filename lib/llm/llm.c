@@ -515,7 +515,7 @@ static jv rate_limit_of(const struct http_response *r);
  * anthropic-ratelimit-*-reset, RFC 3339; OpenAI's x-ratelimit-reset-*,
  * "6m0s"), into b: "; the rate limit resets in 6 min (at 14:31:05)".
  * The limit whose remaining is 0, else the later of the two.  Nothing when
- * no header says.
+ * no header says; "resets now" when the time it says is now or past.
  */
 static void say_reset(struct buf *b, const struct http_response *r)
 {
@@ -533,6 +533,12 @@ static void say_reset(struct buf *b, const struct http_response *r)
 	jv_free(rl);
 	if (s < 0)
 		return;
+	/* (a reset time now or already past, the provider's clock or its
+	 * limit behind: before, "resets in 0 s (at" the present second ")") */
+	if (ceil(s) <= 0) {
+		buf_adds(b, "; the rate limit resets now");
+		return;
+	}
 	time_t at = time(NULL) + (time_t)ceil(s);
 	struct tm tm;
 	char clock[16] = "";

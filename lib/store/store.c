@@ -2359,33 +2359,92 @@ int store_cost_today(double *usd, struct store *st)
 	return store_cost_between(usd, st, from, to);
 }
 
-int store_tool_outcomes(long *calls, long *failed, struct store *st, const char *trace_id, const char *since)
+/* The phase of an event record: its text in *phase (not NUL-terminated),
+ * its length returned; 0 when it has none (or not a string). */
+static size_t record_phase(const char **phase, const char *text, size_t len, jv *parsed)
+{
+	struct json_event ev;
+
+	if (json_event_scan(&ev, text, len)) {
+		*phase = ev.phase_kind == JSON_SCAN_STRING ? ev.phase : NULL;
+		return *phase ? ev.phase_len : 0;
+	}
+	*parsed = json_parse(text, len);
+	*phase = jv_get_kind(*parsed) == JV_KIND_OBJECT ? json_get_str(*parsed, "phase") : NULL;
+	return *phase ? strlen(*phase) : 0;
+}
+
+/* Whether a tool call of phase[0..len) stamped ts is one `before` leaves out. */
+static bool tool_call_left_out(jv before, const char *phase, size_t len, const char *ts)
+{
+	bool out = false;
+
+	if (!phase || !ts)
+		return false;
+	jv_object_foreach(before, k, v) {
+		const char *name = jv_string_value(k);
+
+		if (!out && strlen(name) == len && memcmp(name, phase, len) == 0 &&
+		    jv_get_kind(v) == JV_KIND_STRING && strcmp(ts, jv_string_value(v)) < 0)
+			out = true;
+		jv_free(k);
+		jv_free(v);
+	}
+	return out;
+}
+
+int store_tool_outcomes(long *calls, long *failed, struct store *st, const char *trace_id, const char *since,
+			jv before)
 {
 	struct db_stmt *s;
 	int step;
+	bool by_phase = jv_get_kind(before) == JV_KIND_OBJECT && jv_object_length(jv_copy(before)) > 0;
 
 	/* By the trace's index on SQLite: without statistics its planner
 	 * took event_log_type, and read the tool events of every run the
 	 * database ever held (a breaker check and a reflection each; `+type`
-	 * keeps the index on type out).  PostgreSQL plans with statistics. */
+	 * keeps the index on type out).  PostgreSQL plans with statistics.
+	 * With phases to leave out, each call's record is read for its phase
+	 * (by the scanner, in C: the same on both backends); else counted in
+	 * SQL. */
 	*calls = *failed = 0;
-	if (db_prepare(&s, st, st->backend == DB_POSTGRES
+	if (db_prepare(&s, st, by_phase
+		       ? (st->backend == DB_POSTGRES
+			  ? "SELECT type, 1, ts, record FROM event_log WHERE trace_id = ?1 AND ts >= ?2"
+			    " AND type IN ('tool.executed', 'tool.failed')"
+			  : "SELECT type, 1, ts, record FROM event_log WHERE trace_id = ?1 AND ts >= ?2"
+			    " AND +type IN ('tool.executed', 'tool.failed')")
+		       : st->backend == DB_POSTGRES
 		       ? "SELECT type, COUNT(*) FROM event_log WHERE trace_id = ?1 AND ts >= ?2"
 			 " AND type IN ('tool.executed', 'tool.failed') GROUP BY type"
 		       : "SELECT type, COUNT(*) FROM event_log WHERE trace_id = ?1 AND ts >= ?2"
-			 " AND +type IN ('tool.executed', 'tool.failed') GROUP BY type") < 0)
+			 " AND +type IN ('tool.executed', 'tool.failed') GROUP BY type") < 0) {
+		jv_free(before);
 		return forge_error_prefix("cannot count the tool calls of trace '%s'", trace_id);
+	}
 	db_bind_text(s, 1, trace_id);
 	db_bind_text(s, 2, since);
 	while ((step = db_step(s)) == DB_ROW) {
 		long n = (long)db_col_int64(s, 1);
+
+		if (by_phase) {
+			const char *text = db_col_text(s, 3), *phase;
+			jv parsed = jv_invalid();
+			size_t len = record_phase(&phase, text ? text : "", text ? db_col_bytes(s, 3) : 0, &parsed);
+			bool out = tool_call_left_out(before, phase, len, db_col_text(s, 2));
+
+			jv_free(parsed);
+			if (out)
+				continue;
+		}
 		*calls += n;
 		if (strcmp(db_col_text(s, 0), "tool.failed") == 0)
-			*failed = n;
+			*failed += n;
 	}
 	if (step != DB_DONE)
 		store_fail(st, "cannot count the tool calls of trace '%s'", trace_id);
 	db_finalize(s);
+	jv_free(before);
 	return step == DB_DONE ? 0 : -1;
 }
 

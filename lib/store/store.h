@@ -336,7 +336,10 @@ int store_checkpoint_list(jv *out, struct store *st, const char *trace_id);
  * the summed cost.usd of the llm.called events then, by their ts (a run
  * resumed days after it started counts on the day it spends).
  * tool_outcomes: the tool.executed + tool.failed events of trace since the
- * timestamp `since` (*calls) and how many of them failed.
+ * timestamp `since` (*calls) and how many of them failed, leaving out those
+ * of a phase that `before` (consumed: an object {phase: timestamp}, or
+ * null) names, stamped before its timestamp (the calls of a phase that
+ * has since ended ok, which the run's error-rate breaker does not count).
  */
 int store_cost_between(double *usd, struct store *st, const char *from, const char *to);
 /*
@@ -347,7 +350,8 @@ int store_cost_between(double *usd, struct store *st, const char *from, const ch
  * message.
  */
 int store_cost_today(double *usd, struct store *st);
-int store_tool_outcomes(long *calls, long *failed, struct store *st, const char *trace_id, const char *since);
+int store_tool_outcomes(long *calls, long *failed, struct store *st, const char *trace_id, const char *since,
+			jv before);
 
 /*
  * What the model calls of trace cost after its last checkpoint: the

@@ -1846,17 +1846,44 @@ static void test_breaker_reads(void)
 		CHECK(store_event_put(st, e, NULL, 0, NULL) == 0);
 		jv_free(e);
 	}
-	CHECK(store_tool_outcomes(&calls, &failed, st, "T1", "2026-11-21T10:00:00.000Z") == 0);
+	CHECK(store_tool_outcomes(&calls, &failed, st, "T1", "2026-11-21T10:00:00.000Z", jv_null()) == 0);
 	CHECK_INT(calls, 4);
 	CHECK_INT(failed, 2);
-	CHECK(store_tool_outcomes(&calls, &failed, st, "T1", "2026-11-21T10:00:01.000Z") == 0);
+	CHECK(store_tool_outcomes(&calls, &failed, st, "T1", "2026-11-21T10:00:01.000Z", jv_null()) == 0);
 	CHECK_INT(calls, 3);
+	CHECK_INT(failed, 1);
+	/* the calls of a phase that ended ok, up to its end, left out; those
+	 * of another phase (a node beside it) and its own after, kept */
+	static const struct { const char *phase, *type; int s; } phased[] = {
+		{ "\"plan\"", "tool.failed", 2 }, { "\"plan\"", "tool.failed", 3 },
+		{ "\"review\"", "tool.failed", 3 }, { "\"review\"", "tool.executed", 4 },
+		{ "\"plan\"", "tool.failed", 6 }, { "null", "tool.failed", 2 },
+	};
+	for (size_t i = 0; i < sizeof phased / sizeof *phased; i++) {
+		snprintf(line, sizeof line, "{\"kind\":\"event\",\"id\":\"P%zu\",\"trace_id\":\"T2\","
+			 "\"ts\":\"2026-11-21T10:00:0%d.000Z\",\"phase\":%s,\"type\":\"%s\",\"payload\":{}}",
+			 i, phased[i].s, phased[i].phase, phased[i].type);
+		jv e = parse(line);
+		CHECK(store_event_put(st, e, NULL, 0, NULL) == 0);
+		jv_free(e);
+	}
+	CHECK(store_tool_outcomes(&calls, &failed, st, "T2", "", jv_null()) == 0);
+	CHECK_INT(calls, 6);
+	CHECK_INT(failed, 5);
+	CHECK(store_tool_outcomes(&calls, &failed, st, "T2", "",
+				  json_set(jv_object(), "plan", jv_string("2026-11-21T10:00:05.000Z"))) == 0);
+	CHECK_INT(calls, 4);
+	CHECK_INT(failed, 3);
+	CHECK(store_tool_outcomes(&calls, &failed, st, "T2", "2026-11-21T10:00:03.000Z",
+				  json_set(json_set(jv_object(), "plan", jv_string("2026-11-21T10:00:05.000Z")),
+					   "review", jv_string("2026-11-21T10:00:04.000Z"))) == 0);
+	CHECK_INT(calls, 2);
 	CHECK_INT(failed, 1);
 	/* the trace's own events are read, not the tool events of every run
 	 * the database holds: its statement steps as much with 300 more of
 	 * those (before: event_log_type, ~10 steps each) */
 	sqlite3_stmt *q = NULL;
-	while ((q = sqlite3_next_stmt(store_db(st), q)) && !strstr(sqlite3_sql(q), "'tool.executed'"))
+	while ((q = sqlite3_next_stmt(store_db(st), q)) && !(strstr(sqlite3_sql(q), "'tool.executed'") && strstr(sqlite3_sql(q), "COUNT(*)")))
 		;
 	CHECK(q != NULL);
 	int steps = q ? sqlite3_stmt_status(q, SQLITE_STMTSTATUS_VM_STEP, 1) : 0;
@@ -1869,10 +1896,10 @@ static void test_breaker_reads(void)
 		jv_free(e);
 	}
 	CHECK(store_commit(st) == 0);
-	CHECK(store_tool_outcomes(&calls, &failed, st, "T1", "2026-11-21T10:00:01.000Z") == 0);
+	CHECK(store_tool_outcomes(&calls, &failed, st, "T1", "2026-11-21T10:00:01.000Z", jv_null()) == 0);
 	CHECK_INT(calls, 3);
 	q = NULL;
-	while ((q = sqlite3_next_stmt(store_db(st), q)) && !strstr(sqlite3_sql(q), "'tool.executed'"))
+	while ((q = sqlite3_next_stmt(store_db(st), q)) && !(strstr(sqlite3_sql(q), "'tool.executed'") && strstr(sqlite3_sql(q), "COUNT(*)")))
 		;
 	CHECK(q != NULL);
 	CHECK_MSG(q && sqlite3_stmt_status(q, SQLITE_STMTSTATUS_VM_STEP, 0) <= steps + 20, "%d steps, %d before",
@@ -1881,7 +1908,7 @@ static void test_breaker_reads(void)
 	CHECK(store_exec(st, "DROP VIEW events; ALTER TABLE event_log RENAME TO event_log_gone") == 0);
 	CHECK(store_cost_between(&usd, st, "2026-11-21T00:00:00.000Z", "2026-11-22T00:00:00.000Z") == -1);
 	CHECK_MSG(strstr(forge_last_error(), "cannot sum the cost"), "%s", forge_last_error());
-	CHECK(store_tool_outcomes(&calls, &failed, st, "T1", "2026-11-21T10:00:00.000Z") == -1);
+	CHECK(store_tool_outcomes(&calls, &failed, st, "T1", "2026-11-21T10:00:00.000Z", jv_null()) == -1);
 	CHECK_MSG(strstr(forge_last_error(), "cannot count the tool calls"), "%s", forge_last_error());
 	store_free(st);
 }

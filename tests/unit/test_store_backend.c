@@ -680,9 +680,15 @@ static void test_breaker_reads(void)
 		CHECK(put_line(st, line, NULL) == 0);
 		free(line);
 	}
-	CHECK(store_tool_outcomes(&calls, &failed, st, trace, "2026-11-21T10:00:01.000Z") == 0);
+	CHECK(store_tool_outcomes(&calls, &failed, st, trace, "2026-11-21T10:00:01.000Z", jv_null()) == 0);
 	CHECK_INT(calls, 2);
 	CHECK_INT(failed, 0);
+	/* a phase's calls left out read each record (the same on both backends) */
+	CHECK(store_tool_outcomes(&calls, &failed, st, trace, "2026-11-21T10:00:01.000Z",
+				  json_set(jv_object(), "review", jv_string("2026-11-21T10:00:09.000Z"))) == 0);
+	CHECK_INT(calls, 2);
+	CHECK(store_tool_outcomes(&calls, &failed, st, trace, "", json_set(jv_object(), "", jv_string("x"))) == 0);
+	CHECK_INT(calls, 3);
 	store_free(st);
 }
 

@@ -1,6 +1,7 @@
 /* test_term.c - the width and cleaning of what Forge shows on a terminal
  * (app/term.h): display columns, cutting to a width, control characters. */
 #include "app/term.h"
+#include "core/buf.h"
 #include "core/json.h"
 #include "unit.h"
 
@@ -89,6 +90,36 @@ static void test_clean(void)
 	char t[] = "x\ty\nz\xc2\x85";
 	term_clean(t, strlen(t));
 	CHECK_STR(t, "x\ty\nz  ");
+	/* a C2 of no C1 (é's lead byte alone at the end; a C2 A0) is kept */
+	char u[] = "\xc2\xa0\033\xc2";
+	term_clean(u, strlen(u));
+	CHECK_STR(u, "\xc2\xa0 \xc2");
+	char w[] = "\xc2\x9b";
+	term_clean(w, 1);           /* (its C1 byte is past n: a C2 alone) */
+	CHECK_STR(w, "\xc2\x9b");
+	jv safe = term_safe(json_set(jv_object(), "t\033", jv_string("a\033[2Jb\xc2\x9b\n")));
+	char *dumped = json_dumps(safe, false);
+	CHECK_STR(dumped, "{\"t \":\"a [2Jb  \\n\"}");
+	free(dumped);
+}
+
+/* What a terminal is shown of a file whole (forge diff): the control
+ * characters visible as less shows them, the rest as it is. */
+static void test_visible(void)
+{
+	static const char text[] = "a\033]0;T\a b\033[2J\rc\x7f\tx\ny\xc2\x9b é\xc2\xa0 \0z";
+	struct buf b = BUF_INIT;
+
+	CHECK(buf_add_visible(&b, text, sizeof text - 1) == 0);
+	CHECK_STR(b.buf, "a^[]0;T^G b^[[2J^Mc^?\tx\ny<U+009B> é\xc2\xa0 ^@z");
+	buf_truncate(&b, 0);
+	CHECK(buf_add_visible(&b, "plain\xc2", 6) == 0);   /* a C2 cut short: a byte as it is */
+	CHECK_STR(b.buf, "plain\xc2");
+	CHECK_INT((int)buf_control_at("\xc2\x85", 2), 2);
+	CHECK_INT((int)buf_control_at("\xc2\x85", 1), 0);
+	CHECK_INT((int)buf_control_at("\n", 1), 1);
+	CHECK_INT((int)buf_control_at("a", 0), 0);
+	buf_release(&b);
 }
 
 /* File names quoted once, as git quotes them: a name json_path() quoted
@@ -113,6 +144,7 @@ int main(void)
 	RUN(test_columns_as_wcwidth);
 	RUN(test_cut);
 	RUN(test_clean);
+	RUN(test_visible);
 	RUN(test_quote_paths);
 	return unit_done();
 }
