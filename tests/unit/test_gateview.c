@@ -8,6 +8,7 @@
 #include "data/config.h"
 #include "unit.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -63,7 +64,7 @@ static void test_plan(void)
 	jv st = parse(plan_state);
 	char *s = gateview_summary(g, st, cfg, false), *f = gateview_full(g, st, cfg);
 
-	CHECK(strstr(s, "forge: gate architecture_approval: Review proposed architecture.\n") != NULL);
+	CHECK(strstr(s, "forge run: gate architecture_approval: Review proposed architecture.\n") != NULL);
 	CHECK(strstr(s, "  Plan: Add mul\n") != NULL);
 	CHECK(strstr(s, "  Risk: high (score 0.60)\n    - changes the CLI\n") != NULL);
 	CHECK(strstr(s, "  Estimate: complexity low, effort 15m\n") != NULL);
@@ -237,7 +238,7 @@ static void test_other(void)
 
 	CHECK(strstr(s, "  Condition: .cost.usd > .budget.usd * 0.8\n") != NULL);
 	CHECK(strstr(s, "  Cost so far: $0.9000 of a $1.00 budget (90%)\n  Tokens: 1200\n") != NULL);
-	CHECK_INT(count(s, "forge: gate cost_overrun"), 1);
+	CHECK_INT(count(s, "forge run: gate cost_overrun"), 1);
 	free(s);
 	jv_free(st);
 	jv_free(g);
@@ -265,6 +266,8 @@ int main(void)
 	char home[] = "/tmp/forge-gateview-test-XXXXXX";
 	struct config_sources src = { NULL, NULL, jv_null() };
 
+	/* the view's header begins with the program's name, as forge run's does */
+	program_invocation_short_name = (char *)"forge run";
 	/* no user's configuration: the defaults, and a command deploy with a health URL */
 	setenv("HOME", mkdtemp(home), 1);
 	setenv("XDG_CONFIG_HOME", home, 1);
